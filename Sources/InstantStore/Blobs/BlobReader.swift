@@ -1,0 +1,63 @@
+import Crypto
+import Foundation
+
+/// Reads one stored blob back: decompresses its zstd frame in pieces and checks it.
+struct BlobReader {
+    let layout: StoreLayout
+    let hash: BlobHash
+
+    var path: String { layout.blobPath(hash) }
+
+    /// The cheap checks done on open: the file exists, its frame header is well formed and
+    /// records `expectedSize`, and, when given, the file is `expectedStoredSize` long.
+    func checkHeader(expectedSize: Int64, expectedStoredSize: Int64? = nil) throws(StoreError) {
+        guard let actual = try FileSystem.fileSize(path) else {
+            throw .corruptBlob(sha256: hash.hex, reason: "the file is missing")
+        }
+        if let expectedStoredSize, actual != expectedStoredSize {
+            throw .corruptBlob(sha256: hash.hex, reason: "the file is \(actual) bytes, not \(expectedStoredSize)")
+        }
+        let header = try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)
+        guard let frame = ZstdFrameHeader(header) else {
+            throw .corruptBlob(sha256: hash.hex, reason: "no zstd frame header")
+        }
+        guard frame.contentSize == UInt64(expectedSize), frame.hasChecksum else {
+            throw .corruptBlob(sha256: hash.hex, reason: "the frame header does not record \(expectedSize) bytes with a checksum")
+        }
+    }
+
+    /// Decompresses the whole blob into `body`, then checks the size and (when asked)
+    /// the SHA-256; the zstd frame checksum is always checked.
+    func read(
+        expectedSize: Int64, verifyHash: Bool, _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        try checkHeader(expectedSize: expectedSize)
+        let file = try POSIXFile.open(path, flags: O_RDONLY)
+        var hasher = SHA256()
+        var produced: Int64 = 0
+        let decoder = try ZstdDecoder(name: hash.hex)
+        let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { input.deallocate() }
+        while true {
+            let count = try file.read(into: input)
+            if count == 0 { break }
+            try decoder.decompress(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (bytes) throws(StoreError) in
+                produced += Int64(bytes.count)
+                if produced > expectedSize {
+                    throw .corruptBlob(sha256: hash.hex, reason: "it holds more than \(expectedSize) bytes")
+                }
+                if verifyHash { hasher.update(bufferPointer: bytes) }
+                try body(bytes)
+            }
+        }
+        try decoder.finish()
+        guard produced == expectedSize else {
+            throw .corruptBlob(sha256: hash.hex, reason: "it holds \(produced) bytes, not \(expectedSize)")
+        }
+        if verifyHash {
+            let actual = BlobHash(digest: hasher.finalize())
+            guard actual == hash else { throw .corruptBlob(sha256: hash.hex, reason: "its bytes hash to \(actual.hex)") }
+        }
+    }
+}
+

@@ -1,0 +1,49 @@
+import CZstd
+
+/// Streaming zstd decompression of exactly one frame, checking its content checksum.
+final class ZstdDecoder {
+    private let context: OpaquePointer
+    private var output: UnsafeMutableRawBufferPointer
+    private(set) var frameComplete = false
+    private let name: String
+
+    /// - Parameter name: the blob's hash, for error messages.
+    init(name: String) throws(StoreError) {
+        guard let context = ZSTD_createDCtx() else { throw .compression(reason: "out of memory") }
+        self.context = context
+        self.name = name
+        output = .allocate(byteCount: ZSTD_DStreamOutSize() * 8, alignment: 16)
+    }
+
+    deinit {
+        ZSTD_freeDCtx(context)
+        output.deallocate()
+    }
+
+    /// Decompresses `input`, handing the bytes to `sink` in pieces; bytes after the end of
+    /// the frame are corruption.
+    func decompress(
+        _ input: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+        while true {
+            if frameComplete && inBuffer.pos < inBuffer.size {
+                throw .corruptBlob(sha256: name, reason: "data after the end of the zstd frame")
+            }
+            var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
+            let result = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
+            if ZSTD_isError(result) != 0 {
+                throw .corruptBlob(sha256: name, reason: "zstd: " + String(cString: ZSTD_getErrorName(result)))
+            }
+            if outBuffer.pos > 0 { try sink(UnsafeRawBufferPointer(rebasing: output[0..<outBuffer.pos])) }
+            if result == 0 { frameComplete = true }
+            // Done with this input once it is consumed and zstd has nothing more to flush.
+            if inBuffer.pos == inBuffer.size && outBuffer.pos < outBuffer.size { return }
+        }
+    }
+
+    /// Throws when the input ended before the frame did (a truncated file).
+    func finish() throws(StoreError) {
+        guard frameComplete else { throw .corruptBlob(sha256: name, reason: "the zstd frame is truncated") }
+    }
+}

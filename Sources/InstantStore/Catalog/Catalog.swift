@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+
+/// The store's catalog: one SQLite database in WAL mode, shared by every process that
+/// opens the store. SQLite serialises write transactions across processes; every change
+/// that pairs a file with a row happens inside one of them.
+final class Catalog: Sendable {
+    let pool: DatabasePool
+    let path: String
+
+    /// Opens (creating if needed) and migrates the catalog at `path`.
+    ///
+    /// Throws ``StoreError/unsupportedFormatVersion(file:found:supported:)`` for a catalog
+    /// written by a newer build, and ``StoreError/catalogCorrupt(reason:)`` for one that is
+    /// not a readable database.
+    init(path: String) throws(StoreError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.foreignKeysEnabled = true
+        configuration.label = "InstantStore.catalog"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            let migrator = CatalogMigrations.migrator
+            let superseded = try pool.read { db in try migrator.hasBeenSuperseded(db) }
+            if superseded {
+                let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+                throw StoreError.unsupportedFormatVersion(
+                    file: path, found: applied.sorted().last ?? "?", supported: CatalogMigrations.latestVersion)
+            }
+            try migrator.migrate(pool)
+        } catch {
+            throw Catalog.map(error, path: path)
+        }
+    }
+
+    /// Runs `body` in an IMMEDIATE write transaction, committed when it returns.
+    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw StoreError.database(extendedCode: 1, message: "no result") }
+                return result
+            }
+        } catch {
+            throw Catalog.map(error, path: path)
+        }
+    }
+
+    /// Runs `body` on a snapshot that writers do not block.
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try pool.read(body) } catch { throw Catalog.map(error, path: path) }
+    }
+
+    /// Turns GRDB's and the file system's errors into ``StoreError``s.
+    static func map(_ error: any Error, path: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+                return .catalogCorrupt(reason: error.message ?? "\(error.resultCode)")
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return .busy(path: path)
+            case .SQLITE_FULL: return .diskFull(path: path)
+            default:
+                return .database(
+                    extendedCode: error.extendedResultCode.rawValue,
+                    message: (error.message ?? "\(error.resultCode)") + " (\(path))")
+            }
+        }
+        return .database(extendedCode: 1, message: "\(error)")
+    }
+}
+
+extension Catalog {
+    /// The tenant's row id, creating the row when `create` is true.
+    func tenantID(_ tenant: TenantURL, create: Bool, in db: Database) throws -> Int64? {
+        if let id = try Int64.fetchOne(db, sql: "SELECT id FROM tenant WHERE url = ?", arguments: [tenant.string]) {
+            return id
+        }
+        guard create else { return nil }
+        var record = TenantRecord(id: nil, url: tenant.string, createdAt: Date())
+        try record.insert(db)
+        return record.id
+    }
+
+    func document(_ tenantID: Int64, _ identifier: String, in db: Database) throws -> DocumentRecord? {
+        try DocumentRecord.fetchOne(
+            db, sql: "SELECT * FROM document WHERE tenantId = ? AND identifier = ?",
+            arguments: [tenantID, identifier.storedBytes])
+    }
+
+    func layer(_ documentID: Int64, _ name: String, in db: Database) throws -> LayerRecord? {
+        try LayerRecord.fetchOne(
+            db, sql: "SELECT * FROM layer WHERE documentId = ? AND name = ?", arguments: [documentID, name.storedBytes])
+    }
+
+    /// Moves a reference: `old` loses one, `new` gains one, in the caller's transaction.
+    func adjustReference(from old: String?, to new: String?, in db: Database) throws {
+        if old == new { return }
+        if let old { try db.execute(sql: "UPDATE blob SET refCount = refCount - 1 WHERE sha256 = ?", arguments: [old]) }
+        if let new { try db.execute(sql: "UPDATE blob SET refCount = refCount + 1 WHERE sha256 = ?", arguments: [new]) }
+    }
+
+    /// Records that the file at `relativePath` is to be unlinked by a later transaction.
+    func addTombstone(_ relativePath: String, in db: Database) throws {
+        try TombstoneRecord(path: relativePath, createdAt: Date()).save(db)
+    }
+}

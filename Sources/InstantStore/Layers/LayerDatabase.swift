@@ -1,0 +1,359 @@
+import Foundation
+import GRDB
+
+/// One layer's annotations: records as this device sees them, the local changes not yet
+/// acknowledged by the server, and the sync cursor. One SQLite file per layer (WAL,
+/// `synchronous = FULL`): a change is durable when the call that made it returns.
+///
+/// Get one from ``InstantStore/openLayer(tenant:document:layer:)``:
+///
+/// ```swift
+/// let layer = try store.openLayer(tenant: tenant, document: "doc-1", layer: "")
+/// try layer.create(id: "a1", content: Data(#"{"v":2,"type":"pspdfkit/note"}"#.utf8))
+/// let outgoing = try layer.pendingChanges()
+/// // … send them; when the server answers:
+/// try layer.applyServerChanges(changes, newRevision: 42, acknowledgedThrough: outgoing.last?.sequence)
+/// ```
+///
+/// If another process removes the layer while it is open, every later write throws
+/// ``StoreError/layerRemoved(document:layer:)``; a write that returned was not lost.
+public final class LayerDatabase: Sendable {
+    let queue: DatabaseQueue
+    /// The random key naming the file, `layers/<key>.sqlite`.
+    public let key: String
+    let path: String
+    private let didWrite: @Sendable (LayerSummary) -> Void
+
+    init(path: String, key: String, didWrite: @escaping @Sendable (LayerSummary) -> Void = { _ in })
+        throws(StoreError)
+    {
+        self.path = path
+        self.key = key
+        self.didWrite = didWrite
+        guard FileSystem.exists(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
+        queue = try LayerDatabase.openQueue(path: path, key: key)
+        do {
+            let migrator = LayerMigrations.migrator
+            let (superseded, complete) = try queue.read { db in
+                (try migrator.hasBeenSuperseded(db), try migrator.hasCompletedMigrations(db))
+            }
+            if superseded {
+                throw StoreError.unsupportedFormatVersion(
+                    file: path, found: "newer than layer format", supported: LayerMigrations.latestVersion)
+            }
+            guard complete else { throw StoreError.corruptLayer(key: key, reason: "the layer schema is incomplete") }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// Creates a complete layer file at `path` (in `tmp/`), fsynced and closed, ready to be
+    /// renamed into `layers/`.
+    static func create(
+        at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord]
+    ) throws(StoreError) {
+        for record in records { try AnnotationContent.validate(record.content) }
+        do {
+            let queue = try openQueue(path: path, key: key)
+            try LayerMigrations.migrator.migrate(queue)
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO meta (id, tenant, documentIdentifier, layerName, pdfSha256, userId,
+                                          lastServerRevision, removed, createdAt)
+                        VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?)
+                        """,
+                    arguments: [
+                        metadata.tenant.string, metadata.documentIdentifier.storedBytes,
+                        metadata.layerName.storedBytes, metadata.pdfSHA256?.hex, metadata.userID?.storedBytes,
+                        metadata.lastServerRevision, Date(),
+                    ])
+                for record in records {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                        arguments: [record.id.storedBytes, record.content, record.revision])
+                }
+            }
+            // Fold the WAL into the main file so the one file is the whole layer.
+            try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            try queue.close()
+        } catch {
+            throw map(error, key: key)
+        }
+        try FileSystem.remove(path + "-wal")
+        try FileSystem.remove(path + "-shm")
+        try POSIXFile.open(path, flags: O_RDWR).sync()
+    }
+
+    private static func openQueue(path: String, key: String) throws(StoreError) -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.label = "InstantStore.layer"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
+    }
+
+    // MARK: Reading
+
+    /// The layer's self-description.
+    public func metadata() throws(StoreError) -> LayerMetadata {
+        try read { db in try LayerDatabase.readMetadata(db, key: self.key) }
+    }
+
+    /// The annotations, in identifier order; locally deleted ones only when asked.
+    public func annotations(includingDeleted: Bool = false) throws(StoreError) -> [Annotation] {
+        try read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM record \(includingDeleted ? "" : "WHERE deleted = 0") ORDER BY annotationId"
+            ).map(LayerDatabase.annotation)
+        }
+    }
+
+    /// One annotation, or nil (also for a locally deleted one).
+    public func annotation(id: String) throws(StoreError) -> Annotation? {
+        try read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes]
+            ).map(LayerDatabase.annotation)
+        }
+    }
+
+    /// The local changes not yet acknowledged by the server, oldest first.
+    public func pendingChanges() throws(StoreError) -> [PendingChange] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
+                PendingChange(
+                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]),
+                    kind: PendingChange.Kind(rawValue: row["kind"]) ?? .update, content: row["content"],
+                    createdAt: row["createdAt"])
+            }
+        }
+    }
+
+    // MARK: Local changes
+
+    /// Creates an annotation and records the change for the next sync.
+    public func create(id: String, content: Data) throws(StoreError) {
+        try AnnotationContent.validate(content)
+        try Identifier.validate(id, what: "annotation id")
+        try write { db in
+            if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
+                arguments: [id.storedBytes, content])
+            try LayerDatabase.appendPending(db, id, .create, content)
+        }
+    }
+
+    /// Replaces an annotation's content and records the change for the next sync.
+    public func update(id: String, content: Data) throws(StoreError) {
+        try AnnotationContent.validate(content)
+        try write { db in
+            guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
+            try db.execute(
+                sql: "UPDATE record SET content = ? WHERE annotationId = ?", arguments: [content, id.storedBytes])
+            try LayerDatabase.appendPending(db, id, .update, content)
+        }
+    }
+
+    /// Deletes an annotation locally and records the deletion for the next sync.
+    public func delete(id: String) throws(StoreError) {
+        try write { db in
+            guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
+            try db.execute(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id.storedBytes])
+            try LayerDatabase.appendPending(db, id, .delete, nil)
+        }
+    }
+
+    // MARK: Server state
+
+    /// Replaces the records with a server snapshot taken at `revision`, then applies the
+    /// pending local changes on top again (they are kept, not dropped).
+    public func applySnapshot(_ records: [ServerRecord], revision: Int64) throws(StoreError) {
+        for record in records { try AnnotationContent.validate(record.content) }
+        try write { db in
+            try db.execute(sql: "DELETE FROM record")
+            for record in records {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                    arguments: [record.id.storedBytes, record.content, record.revision])
+            }
+            try LayerDatabase.reapplyPending(db)
+            try db.execute(sql: "UPDATE meta SET lastServerRevision = ?", arguments: [revision])
+        }
+    }
+
+    /// One sync's answer, in one transaction: drops the local changes up to
+    /// `acknowledgedThrough` (accepted or rejected, the server has decided them), applies
+    /// the server's changes, applies the remaining local changes on top, and moves the
+    /// cursor to `newRevision`.
+    public func applyServerChanges(
+        _ changes: [ServerChange], newRevision: Int64, acknowledgedThrough: Int64?
+    ) throws(StoreError) {
+        for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
+        try write { db in
+            if let acknowledgedThrough {
+                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+            }
+            for change in changes {
+                if let content = change.content {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                        arguments: [change.annotationID.storedBytes, content, change.revision])
+                } else {
+                    try db.execute(
+                        sql: "DELETE FROM record WHERE annotationId = ?", arguments: [change.annotationID.storedBytes])
+                }
+            }
+            try LayerDatabase.reapplyPending(db)
+            try db.execute(sql: "UPDATE meta SET lastServerRevision = ?", arguments: [newRevision])
+        }
+    }
+
+    /// Records the PDF this layer belongs to.
+    func setPDF(_ hash: BlobHash) throws(StoreError) {
+        try write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [hash.hex]) }
+    }
+
+    /// Counts and size for the catalog's listing summary.
+    func summary() throws(StoreError) -> LayerSummary {
+        let counts = try read { db in
+            (
+                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE deleted = 0") ?? 0,
+                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
+            )
+        }
+        let bytes = try (FileSystem.fileSize(path) ?? 0) + (FileSystem.fileSize(path + "-wal") ?? 0)
+        return LayerSummary(annotationCount: counts.0, pendingCount: counts.1, bytes: bytes)
+    }
+
+    /// Marks the layer removed under its write lock, unless `onlyIfClean` and changes are
+    /// pending. Returns the number of pending changes, and whether it was marked.
+    func markRemoved(onlyIfClean: Bool) throws(StoreError) -> (pending: Int64, marked: Bool) {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var outcome: (Int64, Bool) = (0, false)
+                try db.inTransaction(.immediate) {
+                    let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
+                    if onlyIfClean && pending > 0 {
+                        outcome = (pending, false)
+                        return .rollback
+                    }
+                    try db.execute(sql: "UPDATE meta SET removed = 1")
+                    outcome = (pending, true)
+                    return .commit
+                }
+                return outcome
+            }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// Clears the removed mark after a removal whose catalog transaction failed.
+    func unmarkRemoved() throws(StoreError) {
+        do { try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") } } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// Closes the file; later calls fail.
+    public func close() { try? queue.close() }
+
+    // MARK: Helpers
+
+    private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try queue.read(body) } catch { throw LayerDatabase.map(error, key: key) }
+    }
+
+    /// A durable write: IMMEDIATE, refused once the layer is marked removed; then the
+    /// catalog's summary is refreshed.
+    private func write(_ body: (Database) throws -> Void) throws(StoreError) {
+        do {
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? true
+                    if removed {
+                        let meta = try LayerDatabase.readMetadata(db, key: self.key)
+                        throw StoreError.layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+                    }
+                    try body(db)
+                    try Failpoint.check("layer.beforeCommit", path: self.path)
+                    return .commit
+                }
+            }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+        if let summary = try? summary() { didWrite(summary) }
+    }
+
+    static func readMetadata(_ db: Database, key: String) throws -> LayerMetadata {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") else {
+            throw StoreError.corruptLayer(key: key, reason: "the meta row is missing")
+        }
+        let tenantText: String = row["tenant"]
+        guard let tenant = try? TenantURL(tenantText) else {
+            throw StoreError.corruptLayer(key: key, reason: "the meta row names no valid server")
+        }
+        let pdf: String? = row["pdfSha256"]
+        let user: Data? = row["userId"]
+        return LayerMetadata(
+            tenant: tenant, documentIdentifier: String(storedBytes: row["documentIdentifier"]),
+            layerName: String(storedBytes: row["layerName"]), pdfSHA256: pdf.flatMap { BlobHash(hex: $0) },
+            userID: user.map { String(storedBytes: $0) }, lastServerRevision: row["lastServerRevision"])
+    }
+
+    private static func annotation(_ row: Row) -> Annotation {
+        Annotation(
+            id: String(storedBytes: row["annotationId"]), content: row["content"],
+            serverRevision: row["serverRevision"], isDeleted: row["deleted"])
+    }
+
+    private static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
+        try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes]) ?? false
+    }
+
+    private static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
+        try db.execute(
+            sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
+            arguments: [id.storedBytes, kind.rawValue, content, Date()])
+    }
+
+    /// Applies the pending changes, in order, to the records (after the server's state
+    /// replaced them), so the local view keeps every unacknowledged change.
+    private static func reapplyPending(_ db: Database) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT annotationId, kind, content FROM pendingChange ORDER BY seq")
+        for row in rows {
+            let id: Data = row["annotationId"]
+            if let content: Data = row["content"], row["kind"] != "delete" {
+                try db.execute(
+                    sql: """
+                        INSERT INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)
+                        ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
+                        """, arguments: [id, content])
+            } else {
+                try db.execute(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id])
+            }
+        }
+    }
+
+    static func map(_ error: any Error, key: String) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+                return .corruptLayer(key: key, reason: error.message ?? "not a database")
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return .busy(path: "layer \(key)")
+            case .SQLITE_FULL: return .diskFull(path: "layer \(key)")
+            default:
+                return .database(extendedCode: error.extendedResultCode.rawValue, message: error.message ?? "")
+            }
+        }
+        return .database(extendedCode: 1, message: "\(error)")
+    }
+}

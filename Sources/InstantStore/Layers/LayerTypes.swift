@@ -1,0 +1,85 @@
+import Foundation
+
+/// An annotation as this device sees it: the server's record with local changes applied.
+public struct Annotation: Sendable, Equatable {
+    /// The annotation's identifier (opaque).
+    public var id: String
+    /// The Instant JSON of the annotation, byte for byte as it was given.
+    public var content: Data
+    /// The server revision this record was last confirmed at; nil for a local creation
+    /// the server has not seen.
+    public var serverRevision: Int64?
+    /// Deleted locally, the deletion not yet confirmed by the server.
+    public var isDeleted: Bool
+}
+
+/// A local change waiting to be sent to the server, in the order it was made.
+public struct PendingChange: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable { case create, update, delete }
+    /// Increasing with each change; acknowledging "through" a sequence drops every change up to it.
+    public var sequence: Int64
+    public var annotationID: String
+    public var kind: Kind
+    /// The annotation's content after the change; nil for a deletion.
+    public var content: Data?
+    public var createdAt: Date
+}
+
+/// An annotation record as the server holds it.
+public struct ServerRecord: Sendable, Equatable {
+    public var id: String
+    public var content: Data
+    public var revision: Int64
+
+    public init(id: String, content: Data, revision: Int64) {
+        self.id = id
+        self.content = content
+        self.revision = revision
+    }
+}
+
+/// A change the server reports since a revision: new content, or nil when deleted.
+public struct ServerChange: Sendable, Equatable {
+    public var annotationID: String
+    public var content: Data?
+    public var revision: Int64
+
+    public init(annotationID: String, content: Data?, revision: Int64) {
+        self.annotationID = annotationID
+        self.content = content
+        self.revision = revision
+    }
+}
+
+/// The self-describing row at the head of every layer database: enough to rebuild the
+/// catalog from `layers/` alone.
+public struct LayerMetadata: Sendable, Equatable {
+    public var tenant: TenantURL
+    public var documentIdentifier: String
+    public var layerName: String
+    /// The PDF these annotations belong to, once known.
+    public var pdfSHA256: BlobHash?
+    /// The user whose layer this is; a JWT for another user is refused until removal.
+    public var userID: String?
+    /// The last server revision this layer has seen (the sync cursor); 0 before the first.
+    public var lastServerRevision: Int64
+}
+
+/// Counts kept in the catalog for listings.
+struct LayerSummary: Sendable, Equatable {
+    var annotationCount: Int64
+    var pendingCount: Int64
+    var bytes: Int64
+}
+
+/// Annotation content must be a JSON object; anything else is refused before it is stored.
+enum AnnotationContent {
+    static func validate(_ content: Data) throws(StoreError) {
+        guard !content.isEmpty else { throw .invalidAnnotationContent(reason: "empty") }
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: content) } catch {
+            throw .invalidAnnotationContent(reason: "not valid JSON")
+        }
+        guard object is [String: Any] else { throw .invalidAnnotationContent(reason: "not a JSON object") }
+    }
+}

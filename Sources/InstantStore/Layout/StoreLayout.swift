@@ -1,0 +1,90 @@
+import Foundation
+
+/// Where everything lives under a store's root directory.
+///
+/// ```
+/// root/
+///   catalog.sqlite          tenants, documents, layers, blobs, references
+///   blobs/sha256/ab/<hex>   one zstd frame per PDF, named by the SHA-256 of the PDF
+///   layers/<key>.sqlite     one annotation database per layer
+///   tmp/                    files being written, each under flock by its writer
+///   quarantine/             corrupt files set aside as evidence
+/// ```
+///
+/// Paths are made from hashes and random keys only: identifiers never reach the file system.
+public struct StoreLayout: Sendable, Equatable {
+    /// The store's root directory.
+    public let root: URL
+
+    public init(root: URL) { self.root = root.standardizedFileURL }
+
+    /// The root an operator or app uses when none is given: `$INSTANT_HOME`, else
+    /// `$XDG_DATA_HOME/instant`, else `~/.local/share/instant`.
+    ///
+    /// Layers can hold changes not yet sent to a server, so this is data, not a cache.
+    public static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> URL
+    {
+        if let home = environment["INSTANT_HOME"], !home.isEmpty {
+            return URL(fileURLWithPath: home, isDirectory: true)
+        }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+            return URL(fileURLWithPath: data, isDirectory: true).appendingPathComponent("instant")
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/share/instant")
+    }
+
+    var rootPath: String { root.path }
+    var catalogPath: String { rootPath + "/catalog.sqlite" }
+    var blobsDirectory: String { rootPath + "/blobs/sha256" }
+    var layersDirectory: String { rootPath + "/layers" }
+    var tmpDirectory: String { rootPath + "/tmp" }
+    var quarantineDirectory: String { rootPath + "/quarantine" }
+
+    /// `blobs/sha256/ab/<hex>`, relative to the root.
+    static func blobRelativePath(_ hash: BlobHash) -> String {
+        "blobs/sha256/\(hash.hex.prefix(2))/\(hash.hex)"
+    }
+
+    /// `layers/<key>.sqlite`, relative to the root.
+    static func layerRelativePath(key: String) -> String { "layers/\(key).sqlite" }
+
+    func absolute(_ relativePath: String) -> String { rootPath + "/" + relativePath }
+    func blobPath(_ hash: BlobHash) -> String { absolute(Self.blobRelativePath(hash)) }
+    func layerPath(key: String) -> String { absolute(Self.layerRelativePath(key: key)) }
+
+    /// A fresh name in `tmp/` for a writer to create with `O_EXCL`.
+    func temporaryPath(suffix: String) -> String {
+        tmpDirectory + "/" + RandomKey.make() + suffix
+    }
+
+    /// A free name in `quarantine/` for a file being set aside.
+    func quarantinePath(for relativePath: String) -> String {
+        let flat = relativePath.replacingOccurrences(of: "/", with: "_")
+        let stamp = Int(Date().timeIntervalSince1970)
+        return quarantineDirectory + "/\(stamp)-\(RandomKey.make().prefix(8))-\(flat)"
+    }
+
+    /// Creates the directories (mode 0700) that a store needs.
+    func createDirectories() throws(StoreError) {
+        for directory in [rootPath, blobsDirectory, layersDirectory, tmpDirectory, quarantineDirectory] {
+            try FileSystem.makeDirectory(directory)
+        }
+    }
+}
+
+/// Random 128-bit keys, as 32 lowercase hex digits: layer file names and temp names.
+enum RandomKey {
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return String(format: "%016llx%016llx", high, low)
+    }
+
+    static func isValid(_ key: String) -> Bool {
+        key.utf8.count == 32 && key.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import GRDB
+
+extension InstantStore {
+    /// Removes one layer's annotation data, pending changes included (the app asked; the
+    /// CLI asks first). The document and its PDF stay, unreferenced if no layer is left.
+    /// An open ``LayerDatabase`` of the layer fails its next write with `layerRemoved`.
+    @discardableResult
+    public func removeLayer(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> RemovalReport {
+        try remove { db, report, marked in
+            let rows = try self.layerRows(db, "tenant.url = ? AND document.identifier = ? AND layer.name = ?",
+                [tenant.string, document.storedBytes, layer.storedBytes])
+            guard !rows.isEmpty else { throw StoreError.noSuchLayer(tenant: tenant.string, document: document, layer: layer) }
+            try self.deleteLayers(rows, onlyIfClean: false, in: db, report: &report, marked: marked)
+        }
+    }
+
+    /// Removes every layer of a document and the document itself; its PDF is deleted when
+    /// no other document (of any tenant) uses it.
+    @discardableResult
+    public func removeDocument(tenant: TenantURL, document: String) throws(StoreError) -> RemovalReport {
+        try remove { db, report, marked in
+            guard let tenantID = try self.catalog.tenantID(tenant, create: false, in: db),
+                let row = try self.catalog.document(tenantID, document, in: db), let id = row.id
+            else { throw StoreError.noSuchDocument(tenant: tenant.string, document: document) }
+            let layers = try self.layerRows(db, "layer.documentId = ?", [id])
+            try self.deleteLayers(layers, onlyIfClean: false, in: db, report: &report, marked: marked)
+            try self.deleteDocuments([id], in: db, report: &report)
+            try self.deleteUnreferencedBlobs(row.blobSha256.map { [$0] }, in: db, report: &report)
+        }
+    }
+
+    /// Removes every document of `tenant` (every tenant when nil) that has no layer left,
+    /// then every PDF no document uses. Returns the documents removed and the bytes freed.
+    @discardableResult
+    public func removeUnreferenced(tenant: TenantURL? = nil) throws(StoreError) -> RemovalReport {
+        try remove { db, report, marked in
+            let ids = try Int64.fetchAll(
+                db,
+                sql: """
+                    SELECT document.id FROM document JOIN tenant ON tenant.id = document.tenantId
+                    WHERE document.layerCount = 0 \(tenant == nil ? "" : "AND tenant.url = ?")
+                    """, arguments: StatementArguments(tenant.map { [$0.string] } ?? []))
+            try self.deleteDocuments(ids, in: db, report: &report)
+            try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
+        }
+    }
+
+    /// Removes everything of one tenant: layers (pending changes included), documents, and
+    /// the PDFs that no other tenant uses.
+    @discardableResult
+    public func removeTenant(_ tenant: TenantURL) throws(StoreError) -> RemovalReport {
+        try remove { db, report, marked in
+            guard let tenantID = try self.catalog.tenantID(tenant, create: false, in: db) else { return }
+            try self.deleteLayers(self.layerRows(db, "tenant.id = ?", [tenantID]), onlyIfClean: false, in: db, report: &report, marked: marked)
+            let ids = try Int64.fetchAll(db, sql: "SELECT id FROM document WHERE tenantId = ?", arguments: [tenantID])
+            try self.deleteDocuments(ids, in: db, report: &report)
+            try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
+            try db.execute(sql: "DELETE FROM tenant WHERE id = ?", arguments: [tenantID])
+        }
+    }
+
+    // MARK: The shared machinery
+
+    /// Runs one removal transaction, then unlinks the files it tombstoned. Layers marked
+    /// removed in a transaction that then fails are unmarked again.
+    func remove(_ body: (Database, inout RemovalReport, MarkedLayers) throws -> Void) throws(StoreError)
+        -> RemovalReport
+    {
+        let marked = MarkedLayers()
+        let report: RemovalReport
+        do throws(StoreError) {
+            report = try catalog.write { db in
+                marked.keys.removeAll()
+                var report = RemovalReport()
+                try body(db, &report, marked)
+                try Failpoint.check("remove.beforeCommit")
+                return report
+            }
+        } catch {
+            for key in marked.keys { try? openLayer(key: key).unmarkRemoved() }
+            throw error
+        }
+        try Failpoint.check("remove.afterCommit")
+        try sweepTombstones()
+        return report
+    }
+
+    /// Rows of layers joined with their document and tenant, filtered by `condition`.
+    func layerRows(_ db: Database, _ condition: String, _ arguments: [any DatabaseValueConvertible & Sendable])
+        throws -> [(LayerRecord, LayerReference)]
+    {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT layer.*, document.identifier AS documentIdentifier, tenant.url AS tenantURL
+                FROM layer JOIN document ON document.id = layer.documentId JOIN tenant ON tenant.id = document.tenantId
+                WHERE \(condition) ORDER BY layer.lastUsedAt, layer.id
+                """, arguments: StatementArguments(arguments)
+        ).map { row in
+            let reference = LayerReference(
+                tenant: TenantURL(normalized: row["tenantURL"]),
+                document: String(storedBytes: row["documentIdentifier"]), layer: String(storedBytes: row["name"]))
+            return (try LayerRecord(row: row), reference)
+        }
+    }
+
+    /// Marks each layer removed under its own write lock (skipping dirty ones when
+    /// `onlyIfClean`), deletes its row and tombstones its file, in the caller's transaction.
+    func deleteLayers(
+        _ rows: [(LayerRecord, LayerReference)], onlyIfClean: Bool, in db: Database, report: inout RemovalReport,
+        marked: MarkedLayers
+    ) throws {
+        for (row, reference) in rows {
+            var pending: Int64 = 0
+            // A layer file that cannot be opened (missing, corrupt) has nobody writing to it.
+            if let layer = try? openLayer(key: row.key) {
+                defer { layer.close() }
+                let outcome = try layer.markRemoved(onlyIfClean: onlyIfClean)
+                guard outcome.marked else {
+                    report.skippedDirtyLayers.append(reference)
+                    continue
+                }
+                pending = outcome.pending
+                marked.keys.append(row.key)
+            }
+            try Failpoint.check("remove.afterMark")
+            try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [row.id])
+            try db.execute(sql: "UPDATE document SET layerCount = layerCount - 1 WHERE id = ?", arguments: [row.documentId])
+            try catalog.addTombstone(StoreLayout.layerRelativePath(key: row.key), in: db)
+            report.layers.append(reference)
+            report.bytesFreed += row.bytes
+            report.discardedPendingChanges += pending
+        }
+    }
+
+    /// Deletes the documents among `ids` that have no layer left, releasing their PDFs.
+    func deleteDocuments(_ ids: [Int64], in db: Database, report: inout RemovalReport) throws {
+        for id in ids {
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT document.*, tenant.url AS tenantURL FROM document JOIN tenant ON tenant.id = document.tenantId
+                        WHERE document.id = ? AND document.layerCount <= 0
+                        """, arguments: [id])
+            else { continue }
+            let tenant = TenantURL(normalized: row["tenantURL"])
+            try catalog.adjustReference(from: row["blobSha256"], to: nil, in: db)
+            try db.execute(sql: "DELETE FROM document WHERE id = ?", arguments: [id])
+            report.documents.append(DocumentReference(tenant: tenant, document: String(storedBytes: row["identifier"])))
+        }
+    }
+
+    /// Deletes blob rows whose count is zero (among `hashes`, or all) and tombstones their files.
+    func deleteUnreferencedBlobs(_ hashes: [String]?, in db: Database, report: inout RemovalReport) throws {
+        let rows: [BlobRecord]
+        if let hashes {
+            rows = try BlobRecord.fetchAll(db, keys: hashes).filter { $0.refCount <= 0 }
+        } else {
+            rows = try BlobRecord.fetchAll(db, sql: "SELECT * FROM blob WHERE refCount <= 0")
+        }
+        for blob in rows {
+            guard let hash = BlobHash(hex: blob.sha256) else { continue }
+            try blob.delete(db)
+            try catalog.addTombstone(StoreLayout.blobRelativePath(hash), in: db)
+            try Failpoint.check("gc.afterDeleteRow")
+            report.blobs.append(hash)
+            report.bytesFreed += blob.storedSize
+        }
+    }
+}
+
+/// The layers a removal transaction marked, so a failed transaction can unmark them.
+final class MarkedLayers: @unchecked Sendable {
+    // @unchecked: used inside one catalog write closure and right after it, on one thread.
+    var keys: [String] = []
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// A layer, by tenant, document identifier and layer name.
+public struct LayerReference: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var tenant: TenantURL
+    public var document: String
+    public var layer: String
+
+    public var description: String {
+        "\(tenant) \(StoreError.quoted(document)) layer \(StoreError.quoted(layer))"
+    }
+}
+
+/// A document, by tenant and identifier.
+public struct DocumentReference: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var tenant: TenantURL
+    public var document: String
+
+    public var description: String { "\(tenant) \(StoreError.quoted(document))" }
+}
+
+/// What a removal, a prune or a garbage collection took out of the store.
+public struct RemovalReport: Sendable, Equatable, Codable {
+    /// Layers removed.
+    public var layers: [LayerReference] = []
+    /// Documents removed (their rows, and their PDFs when no other document uses them).
+    public var documents: [DocumentReference] = []
+    /// PDFs deleted from `blobs/`.
+    public var blobs: [BlobHash] = []
+    /// Bytes of disk freed (layer files plus compressed PDFs).
+    public var bytesFreed: Int64 = 0
+    /// Local changes that were still waiting to be sent and are now gone.
+    public var discardedPendingChanges: Int64 = 0
+    /// Layers left in place because they hold changes not yet sent (prune never takes them).
+    public var skippedDirtyLayers: [LayerReference] = []
+
+    public init() {}
+
+    /// Whether nothing was (or would be) removed.
+    public var isEmpty: Bool { layers.isEmpty && documents.isEmpty && blobs.isEmpty }
+}
+
+extension TenantURL: Codable {
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do { self = try TenantURL(text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\(error)"))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(string)
+    }
+}

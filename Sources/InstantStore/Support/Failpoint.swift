@@ -1,0 +1,62 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// Named points where a test can stop a process dead or make an operation fail.
+///
+/// Set `INSTANT_FAILPOINT` to a comma-separated list of `name` or `name=action`, where
+/// action is `kill` (the default: the process sends itself SIGKILL), `enospc` (the
+/// operation fails as if the disk were full) or `eio`. A name may end in `*` to match a prefix.
+///
+/// ```sh
+/// INSTANT_FAILPOINT=blob.afterRename instant-store-worker ingest …   # dies there
+/// INSTANT_FAILPOINT=file.write=enospc instant-store-worker ingest … # fails cleanly
+/// ```
+///
+/// The names are listed in docs/STORE.md. Tests in the same process can set the list with
+/// ``Failpoint/configure(_:)``.
+public enum Failpoint {
+    private static let rules = Mutex<[(pattern: String, action: String)]>(
+        parse(ProcessInfo.processInfo.environment["INSTANT_FAILPOINT"] ?? ""))
+
+    /// Replaces the active failpoints (the same syntax as `INSTANT_FAILPOINT`).
+    public static func configure(_ specification: String) {
+        rules.withLock { $0 = parse(specification) }
+    }
+
+    /// Called at a named point; dies or throws when a rule names it.
+    static func check(_ name: String, path: String = "") throws(StoreError) {
+        guard let action = action(for: name) else { return }
+        switch action {
+        case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
+        case "eio": throw .io(operation: name, path: path, errno: EIO)
+        default:
+            kill(getpid(), SIGKILL)
+            while true { pause() }
+        }
+    }
+
+    private static func action(for name: String) -> String? {
+        rules.withLock { rules in
+            for rule in rules {
+                let matches =
+                    rule.pattern.hasSuffix("*")
+                    ? name.hasPrefix(rule.pattern.dropLast()) : name == rule.pattern
+                if matches { return rule.action }
+            }
+            return nil
+        }
+    }
+
+    private static func parse(_ text: String) -> [(pattern: String, action: String)] {
+        text.split(separator: ",").compactMap { item in
+            let parts = item.split(separator: "=", maxSplits: 1).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard let name = parts.first, !name.isEmpty else { return nil }
+            return (name, parts.count > 1 ? parts[1].lowercased() : "kill")
+        }
+    }
+}

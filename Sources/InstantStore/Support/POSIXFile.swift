@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import Foundation
+
+/// An open file descriptor with the handful of calls the store needs: whole writes,
+/// reads, `fsync`, `flock`. Closed when the last reference goes away.
+final class POSIXFile: @unchecked Sendable {
+    // @unchecked: the descriptor is only used by the one task that owns the file.
+    let path: String
+    private(set) var descriptor: Int32
+
+    private init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    deinit { if descriptor >= 0 { _ = Glibc.close(descriptor) } }
+
+    /// Opens `path` with `open(2)` flags; files are created 0600.
+    static func open(_ path: String, flags: Int32, mode: mode_t = 0o600) throws(StoreError) -> POSIXFile {
+        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw .fromErrno("open", path) }
+        return POSIXFile(path: path, descriptor: fd)
+    }
+
+    /// Creates a new file that did not exist, for writing.
+    static func create(_ path: String) throws(StoreError) -> POSIXFile {
+        try open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
+    }
+
+    /// Writes all of `bytes`, retrying short writes and `EINTR`.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        try Failpoint.check("file.write", path: path)
+        var offset = 0
+        while offset < bytes.count {
+            guard let base = bytes.baseAddress else { return }
+            let written = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .fromErrno("write", path)
+            }
+            offset += written
+        }
+    }
+
+    /// Writes all of `bytes` (an array, `Data`, …).
+    func write(contentsOf bytes: some ContiguousBytes) throws(StoreError) {
+        let failure: StoreError? = bytes.withUnsafeBytes { buffer in
+            do throws(StoreError) {
+                try self.write(buffer)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Reads up to `buffer.count` bytes; returns 0 at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        while true {
+            let count = Glibc.read(descriptor, base, buffer.count)
+            if count >= 0 { return count }
+            if errno != EINTR { throw .fromErrno("read", path) }
+        }
+    }
+
+    /// Reads up to `count` bytes from `offset` without moving the file position.
+    func read(count: Int, at offset: Int64) throws(StoreError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+        guard got >= 0 else { throw .fromErrno("read", path) }
+        return Array(bytes.prefix(got))
+    }
+
+    func sync() throws(StoreError) {
+        try Failpoint.check("file.fsync", path: path)
+        guard fsync(descriptor) == 0 else { throw .fromErrno("fsync", path) }
+    }
+
+    func size() throws(StoreError) -> Int64 {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw .fromErrno("fstat", path) }
+        return Int64(info.st_size)
+    }
+
+    /// Takes an exclusive `flock(2)`; returns false when `wait` is false and another
+    /// process holds it.
+    @discardableResult
+    func lockExclusively(wait: Bool) throws(StoreError) -> Bool {
+        while true {
+            if flock(descriptor, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0 { return true }
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw .fromErrno("flock", path)
+        }
+    }
+
+    func close() {
+        if descriptor >= 0 { _ = Glibc.close(descriptor) }
+        descriptor = -1
+    }
+}
+
+/// Path-level calls: rename, unlink, directories.
+enum FileSystem {
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Size of a regular file, or nil when it does not exist.
+    static func fileSize(_ path: String) throws(StoreError) -> Int64? {
+        var info = stat()
+        if lstat(path, &info) == 0 { return Int64(info.st_size) }
+        if errno == ENOENT { return nil }
+        throw .fromErrno("stat", path)
+    }
+
+    static func rename(_ from: String, _ to: String) throws(StoreError) {
+        guard Glibc.rename(from, to) == 0 else { throw .fromErrno("rename", from + " -> " + to) }
+    }
+
+    /// Unlinks `path`; a file that is already gone is not an error.
+    static func remove(_ path: String) throws(StoreError) {
+        if unlink(path) != 0 && errno != ENOENT { throw .fromErrno("unlink", path) }
+    }
+
+    /// Creates `path` and its parents with mode 0700; an existing directory is fine.
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        if errno == ENOENT {
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty && parent != path {
+                try makeDirectory(parent)
+                if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+            }
+        }
+        throw .fromErrno("mkdir", path)
+    }
+
+    /// Makes a rename or unlink in `directory` durable.
+    static func syncDirectory(_ directory: String) throws(StoreError) {
+        let dir = try POSIXFile.open(directory, flags: O_RDONLY | O_DIRECTORY)
+        guard fsync(dir.descriptor) == 0 else { throw .fromErrno("fsync", directory) }
+    }
+
+    /// The names in a directory (no `.` or `..`); an absent directory has none.
+    static func contents(of directory: String) throws(StoreError) -> [String] {
+        guard let handle = opendir(directory) else {
+            if errno == ENOENT { return [] }
+            throw .fromErrno("opendir", directory)
+        }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
+
+extension StoreError {
+    /// The error for the current `errno`, telling a full disk apart.
+    static func fromErrno(_ operation: String, _ path: String) -> StoreError {
+        fromErrno(operation, path, errno)
+    }
+
+    static func fromErrno(_ operation: String, _ path: String, _ code: Int32) -> StoreError {
+        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
+        if code == EWOULDBLOCK || code == EBUSY { return .busy(path: path) }
+        return .io(operation: operation, path: path, errno: code)
+    }
+}
