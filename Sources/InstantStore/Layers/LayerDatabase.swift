@@ -50,7 +50,8 @@ public final class LayerDatabase: Sendable {
     /// Creates a complete layer file at `path` (in `tmp/`), fsynced and closed, ready to be
     /// renamed into `layers/`.
     static func create(
-        at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord]
+        at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord],
+        pending: [PendingChange] = []
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
         do {
@@ -73,6 +74,12 @@ public final class LayerDatabase: Sendable {
                         sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
                         arguments: [record.id.storedBytes, record.content, record.revision])
                 }
+                for change in pending {
+                    try db.execute(
+                        sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
+                        arguments: [change.annotationID.storedBytes, change.kind.rawValue, change.content, change.createdAt])
+                }
+                try reapplyPending(db)
             }
             // Fold the WAL into the main file so the one file is the whole layer.
             try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
@@ -257,6 +264,43 @@ public final class LayerDatabase: Sendable {
     func unmarkRemoved() throws(StoreError) {
         do { try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") } } catch {
             throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// `quick_check`, the removed mark and, when `deep`, every record decoded.
+    func health(deep: Bool) throws(StoreError) -> (failure: String?, markedRemoved: Bool) {
+        try read { db in
+            let messages = try String.fetchAll(db, sql: deep ? "PRAGMA integrity_check" : "PRAGMA quick_check")
+            if messages != ["ok"] { return (messages.prefix(3).joined(separator: "; "), false) }
+            let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false
+            if deep {
+                let records = try Row.fetchCursor(db, sql: "SELECT annotationId, content FROM record")
+                while let row = try records.next() {
+                    do { try AnnotationContent.validate(row[1]) } catch {
+                        return ("record \(StoreError.quoted(String(storedBytes: row[0]))): \(error)", removed)
+                    }
+                }
+            }
+            return (nil, removed)
+        }
+    }
+
+    /// The pending changes of a possibly damaged layer file, or nil when they cannot be read.
+    static func salvagePendingChanges(path: String) -> [PendingChange]? {
+        guard FileSystem.exists(path) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        defer { try? queue.close() }
+        return try? queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
+                guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+                    throw StoreError.corruptLayer(key: path, reason: "unknown change kind")
+                }
+                return PendingChange(
+                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
+                    content: row["content"], createdAt: row["createdAt"])
+            }
         }
     }
 

@@ -26,9 +26,9 @@ final class POSIXFile: @unchecked Sendable {
         return POSIXFile(path: path, descriptor: fd)
     }
 
-    /// Creates a new file that did not exist, for writing.
+    /// Creates a new file that did not exist, for writing (and reading back).
     static func create(_ path: String) throws(StoreError) -> POSIXFile {
-        try open(path, flags: O_WRONLY | O_CREAT | O_EXCL)
+        try open(path, flags: O_RDWR | O_CREAT | O_EXCL)
     }
 
     /// Writes all of `bytes`, retrying short writes and `EINTR`.

@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+
+extension InstantStore {
+    /// Checks the store and, with `repair`, fixes what it finds.
+    ///
+    /// Quick checks: the catalog's `integrity_check`; every blob file present, of its
+    /// recorded size, with a well-formed frame header; reference counts recomputed from the
+    /// references; orphan files, temp files of dead writers; every layer file present,
+    /// passing `quick_check`, with a meta row matching the catalog. Deep checks add:
+    /// every blob (or a sample) decompressed and hashed, every layer record decoded.
+    ///
+    /// Repair recomputes counts, moves corrupt files to `quarantine/` and flags their
+    /// documents corrupt (the client reports them `invalid` until downloaded again),
+    /// deletes orphans and dead temp files, and carries the pending changes of a corrupt
+    /// layer into a fresh file. It never drops a pending change silently.
+    public func verify(_ options: VerifyOptions = VerifyOptions()) throws(StoreError) -> VerificationReport {
+        var report = VerificationReport()
+        try checkCatalogIntegrity(&report)
+        try checkBlobs(options, &report)
+        try checkCounts(options, &report)
+        try checkLayers(options, &report)
+        try checkFiles(options, &report)
+        return report
+    }
+
+    private func checkCatalogIntegrity(_ report: inout VerificationReport) throws(StoreError) {
+        let messages = try catalog.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        if messages != ["ok"] {
+            report.problems.append(
+                Problem(kind: .catalogIntegrity, subject: "catalog.sqlite", detail: messages.prefix(5).joined(separator: "; ")))
+        }
+    }
+
+    private func checkBlobs(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
+        let blobs = try catalog.read { db in
+            try BlobRecord.fetchAll(db, sql: "SELECT * FROM blob ORDER BY lastVerifiedAt IS NOT NULL, lastVerifiedAt, sha256")
+        }
+        let deepCount = options.deep ? Int((Double(blobs.count) * min(max(options.sampleFraction, 0), 1)).rounded(.up)) : 0
+        var bytes: Int64 = 0
+        for (index, blob) in blobs.enumerated() {
+            guard let hash = BlobHash(hex: blob.sha256) else { continue }
+            let reader = BlobReader(layout: layout, hash: hash)
+            report.blobsChecked += 1
+            do throws(StoreError) {
+                try reader.checkHeader(expectedSize: blob.size, expectedStoredSize: blob.storedSize)
+                if index < deepCount {
+                    try reader.read(expectedSize: blob.size, verifyHash: true) { _ in }
+                    report.blobsDeepChecked += 1
+                    report.bytesDeepChecked += blob.size
+                    bytes += blob.size
+                    try catalog.write { db in
+                        try db.execute(sql: "UPDATE blob SET lastVerifiedAt = ? WHERE sha256 = ?", arguments: [Date(), blob.sha256])
+                    }
+                }
+            } catch {
+                guard case .corruptBlob(_, let reason) = error else { throw error }
+                let missing = !FileSystem.exists(reader.path)
+                var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
+                if options.repair {
+                    try quarantineBlob(hash)
+                    problem.fixed = true
+                }
+                report.problems.append(problem)
+            }
+            options.progress?(VerifyProgress(phase: "blobs", completed: index + 1, total: blobs.count, bytes: bytes))
+        }
+    }
+
+    /// Sets a bad blob aside: its file to `quarantine/`, its row gone, and the documents
+    /// that used it flagged corrupt with no PDF (so the next download fetches the PDF alone).
+    func quarantineBlob(_ hash: BlobHash) throws(StoreError) {
+        try catalog.write { db in
+            let path = self.layout.blobPath(hash)
+            if FileSystem.exists(path) {
+                try FileSystem.rename(path, self.layout.quarantinePath(for: StoreLayout.blobRelativePath(hash)))
+            }
+            try db.execute(
+                sql: "UPDATE document SET blobSha256 = NULL, corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
+            try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [hash.hex])
+        }
+    }
+
+    private func checkCounts(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
+        let drifts = try catalog.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT 'blob', sha256, refCount, (SELECT COUNT(*) FROM document WHERE blobSha256 = blob.sha256) AS actual
+                    FROM blob WHERE refCount != actual
+                    UNION ALL
+                    SELECT 'document', CAST(id AS TEXT), layerCount, (SELECT COUNT(*) FROM layer WHERE documentId = document.id) AS actual
+                    FROM document WHERE layerCount != actual
+                    """)
+        }
+        for row in drifts {
+            let isBlob = (row[0] as String) == "blob"
+            let subject: String = row[1]
+            let recorded: Int64 = row[2]
+            let actual: Int64 = row[3]
+            var problem = Problem(
+                kind: isBlob ? .referenceCountDrift : .layerCountDrift, subject: isBlob ? subject : "document #\(subject)",
+                detail: "recorded \(recorded), counted \(actual)")
+            if options.repair {
+                try catalog.write { db in
+                    try db.execute(
+                        sql: isBlob
+                            ? "UPDATE blob SET refCount = (SELECT COUNT(*) FROM document WHERE blobSha256 = blob.sha256) WHERE sha256 = ?"
+                            : "UPDATE document SET layerCount = (SELECT COUNT(*) FROM layer WHERE documentId = document.id) WHERE id = CAST(? AS INTEGER)",
+                        arguments: [subject])
+                }
+                problem.fixed = true
+            }
+            report.problems.append(problem)
+        }
+    }
+}

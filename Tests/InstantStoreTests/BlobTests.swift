@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+@Suite struct BlobTests {
+    @Test func ingestFromFileRoundTripsAndRecordsSizes() throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 1, size: 300_000)
+        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        #expect(stored.sha256 == BlobHash.of(bytes))
+        #expect(stored.size == Int64(bytes.count))
+        #expect(stored.storedSize < stored.size)
+        var read = Data()
+        try scratch.store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
+        #expect(read == bytes)
+        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(count: 18, at: 0)
+        #expect(ZstdFrameHeader(header)?.contentSize == UInt64(bytes.count))
+        #expect(ZstdFrameHeader(header)?.hasChecksum == true)
+        #expect(scratch.files(in: "tmp").isEmpty)
+    }
+
+    @Test(arguments: [nil, Int64(200_000)])
+    func ingestFromStreamRecordsContentSize(expectedSize: Int64?) async throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 2, size: 200_000)
+        let chunks = stride(from: 0, to: bytes.count, by: 7_000).map { bytes[$0..<min($0 + 7_000, bytes.count)] }
+        let stream = AsyncStream<Data> { continuation in
+            for chunk in chunks { continuation.yield(Data(chunk)) }
+            continuation.finish()
+        }
+        let stored = try await scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", chunks: stream, expectedSize: expectedSize)
+        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(count: 18, at: 0)
+        #expect(ZstdFrameHeader(header)?.contentSize == 200_000)
+        let out = scratch.root.appendingPathComponent("out.pdf")
+        try scratch.store.exportPDF(stored.sha256, to: out)
+        #expect(try Data(contentsOf: out) == bytes)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func wrongExpectedHashOrSizeLeavesNothingBehind() async throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 3)
+        let wrong = BlobHash.of(Data("other".utf8))
+        #expect(throws: StoreError.hashMismatch(expected: wrong.hex, actual: BlobHash.of(bytes).hex)) {
+            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes), expectedHash: wrong)
+        }
+        await #expect(throws: StoreError.self) {
+            try await scratch.store.ingestPDF(
+                tenant: Scratch.tenant, document: "d", chunks: AsyncStream { $0.yield(bytes); $0.finish() },
+                expectedSize: 10)
+        }
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.files(in: "blobs").isEmpty)
+        #expect(try scratch.store.cacheEntries().isEmpty)
+    }
+
+    @Test func identicalPDFsAreStoredOnceAcrossTenants() throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 4)
+        let first = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d1", from: scratch.file(bytes))
+        let second = try scratch.store.ingestPDF(tenant: Scratch.other, document: "d2", from: scratch.file(bytes))
+        #expect(!first.deduplicated && second.deduplicated)
+        #expect(scratch.files(in: "blobs").filter { $0.count > 10 }.count == 1)
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d1", layer: "")
+        try scratch.store.createLayer(tenant: Scratch.other, document: "d2", layer: "")
+        let usage = try scratch.store.diskUsage()
+        #expect(usage.lines.count == 2)
+        #expect(usage.lines.allSatisfy { $0.sharedStoredBytes == first.storedSize && $0.uniqueStoredBytes == 0 })
+        #expect(usage.totalStoredBytes < usage.lines.map(\.storedBytes).reduce(0, +))
+    }
+
+    @Test func truncatedAndFlippedBlobsAreDetected() throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 5, size: 100_000)
+        let a = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "a", from: scratch.file(bytes))
+        let b = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "b", from: scratch.file(samplePDF(seed: 6)))
+        // Flip one byte in the middle of a; truncate b.
+        let pathA = scratch.store.layout.blobPath(a.sha256)
+        var stored = try Data(contentsOf: URL(fileURLWithPath: pathA))
+        stored[stored.count / 2] ^= 0x40
+        try stored.write(to: URL(fileURLWithPath: pathA))
+        let pathB = scratch.store.layout.blobPath(b.sha256)
+        try Data(try Data(contentsOf: URL(fileURLWithPath: pathB)).prefix(100)).write(to: URL(fileURLWithPath: pathB))
+
+        #expect(throws: StoreError.self) { try scratch.store.readPDF(a.sha256) { _ in } }
+        let quick = try scratch.store.verify()
+        #expect(quick.remaining.map(\.subject) == [b.sha256.hex])
+        let deep = try scratch.store.verify(VerifyOptions(deep: true))
+        #expect(Set(deep.remaining.map(\.subject)) == [a.sha256.hex, b.sha256.hex])
+        #expect(deep.remaining.allSatisfy { $0.kind == .corruptBlob })
+
+        let repaired = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
+        #expect(repaired.isClean)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+        #expect(scratch.files(in: "quarantine").count == 2)
+        let entries = try scratch.store.cacheEntries()
+        #expect(entries.allSatisfy { $0.isCorrupted && $0.pdfSHA256 == nil })
+        // Downloading again brings the PDF back and clears the flag.
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "a", from: scratch.file(bytes))
+        #expect(try scratch.store.cacheEntries().first { $0.documentIdentifier == "a" }?.isCorrupted == false)
+    }
+}

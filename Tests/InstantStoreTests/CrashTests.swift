@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// Kills a real process at each named failpoint, then checks the invariants: no dangling
+/// reference, no lost pending change, and what is left over is garbage repair clears.
+@Suite(.serialized) struct CrashTests {
+    static let harmless: Set<Problem.Kind> = [.orphanFile, .deadTempFile, .pendingTombstone, .layerMarkedRemoved]
+
+    /// A store with a document, its PDF, a layer holding one pending change, and an
+    /// unreferenced document; the worker then runs `command` and dies at `failpoint`.
+    @Test(arguments: [
+        ("ingest", "blob.beforeFsync"), ("ingest", "blob.beforeCommit"), ("ingest", "blob.beforeRename"),
+        ("ingest", "blob.afterRename"), ("ingest", "blob.afterInsert"), ("ingest", "blob.beforeCommitTransaction"),
+        ("ingest", "blob.afterCommit"),
+        ("create-layer", "layer.beforeCommit"), ("create-layer", "layer.afterRename"),
+        ("create-layer", "layer.afterInsert"), ("create-layer", "layer.afterCommit"),
+        ("annotate", "layer.beforeCommit"),
+        ("remove-layer", "remove.afterMark"), ("remove-layer", "remove.beforeCommit"),
+        ("remove-layer", "remove.afterCommit"), ("remove-layer", "gc.afterUnlink"),
+        ("remove-document", "gc.afterDeleteRow"), ("remove-document", "gc.afterUnlink"),
+        ("remove-unreferenced", "gc.afterDeleteRow"), ("remove-unreferenced", "gc.afterUnlink"),
+        ("prune", "remove.afterMark"), ("prune", "gc.afterUnlink"),
+    ])
+    func killedAtFailpoint(command: String, failpoint: String) throws {
+        let scratch = try Scratch()
+        let tenant = Scratch.tenant.string
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 50)))
+        let kept = try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        try kept.create(id: "pending", content: note("must survive"))
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "loose", from: scratch.file(samplePDF(seed: 51)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "victim", layer: "clean")
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "victim", from: scratch.file(samplePDF(seed: 52)))
+
+        let arguments: [String] =
+            switch command {
+            case "ingest": [tenant, "new", try scratch.file(samplePDF(seed: 53)).path]
+            case "create-layer": [tenant, "new", "layer"]
+            case "annotate": [tenant, "victim", "clean", "x"]
+            case "remove-layer": [tenant, "victim", "clean"]
+            case "remove-document": [tenant, "victim"]
+            case "prune": ["0"]
+            default: []
+            }
+        let result = try runWorker([command, scratch.root.path] + arguments, failpoint: failpoint)
+        #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
+
+        let store = try InstantStore(root: scratch.root)
+        let report = try store.verify(VerifyOptions(deep: true))
+        let serious = report.remaining.filter { !Self.harmless.contains($0.kind) }
+        #expect(serious.isEmpty, "after \(command) killed at \(failpoint): \(serious)")
+        let survivor = try store.openLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        #expect(try survivor.pendingChanges().map(\.annotationID) == ["pending"])
+        #expect(try store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func diskFullGivesAClearErrorAndAConsistentStore() throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 60)))
+        let result = try runWorker(
+            ["ingest", scratch.root.path, Scratch.tenant.string, "new", try scratch.file(samplePDF(seed: 61)).path],
+            failpoint: "file.write=enospc")
+        #expect(result.status == 2 && !result.signalled)
+        #expect(result.output.contains("no space left on the device"))
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+        #expect(try scratch.store.cacheEntries().map(\.documentIdentifier) == ["kept"])
+    }
+
+    /// The collector and a writer race in two processes; the writer reads back every PDF
+    /// it committed and fails on a missing or wrong blob.
+    @Test func collectorRacingWritersNeverLosesAReferencedBlob() async throws {
+        let scratch = try Scratch()
+        let rounds = ProcessInfo.processInfo.environment["INSTANT_STRESS_ROUNDS"] ?? "1000"
+        async let writer = Task.detached {
+            try runWorker(["ingest-loop", scratch.root.path, Scratch.tenant.string, rounds])
+        }.value
+        async let collector = Task.detached { try runWorker(["gc-loop", scratch.root.path, rounds]) }.value
+        let (written, collected) = try await (writer, collector)
+        #expect(written.status == 0, "writer: \(written.output)")
+        #expect(collected.status == 0, "collector: \(collected.output)")
+        let report = try scratch.store.verify(VerifyOptions(deep: true))
+        #expect(report.remaining.filter { !Self.harmless.contains($0.kind) }.isEmpty, "\(report.remaining)")
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+@Suite struct LayerTests {
+    @Test func localChangesAreDurableAndOrdered() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", userID: "alice")
+        try layer.create(id: "a", content: note("one"))
+        try layer.update(id: "a", content: note("two"))
+        try layer.create(id: "b", content: note("b"))
+        try layer.delete(id: "b")
+        layer.close()
+        // A second store on the same root (another process would see the same).
+        let reopened = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try reopened.pendingChanges().map(\.kind) == [.create, .update, .create, .delete])
+        #expect(try reopened.annotations().map(\.id) == ["a"])
+        #expect(try reopened.annotation(id: "a")?.content == note("two"))
+        #expect(try reopened.metadata().userID == "alice")
+        let listed = try scratch.store.localDescriptors()
+        #expect(listed.count == 1 && listed[0].pendingChangeCount == 4 && listed[0].annotationCount == 1)
+    }
+
+    @Test func invalidContentAndIdentifiersAreRefused() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(throws: StoreError.invalidAnnotationContent(reason: "not valid JSON")) {
+            try layer.create(id: "x", content: Data("{nope".utf8))
+        }
+        #expect(throws: StoreError.invalidAnnotationContent(reason: "not a JSON object")) {
+            try layer.create(id: "x", content: Data("[1]".utf8))
+        }
+        #expect(throws: StoreError.noSuchAnnotation(id: "missing")) { try layer.update(id: "missing", content: note("")) }
+        try layer.create(id: "x", content: note(""))
+        #expect(throws: StoreError.annotationAlreadyExists(id: "x")) { try layer.create(id: "x", content: note("")) }
+        #expect(throws: StoreError.self) {
+            try scratch.store.createLayer(tenant: Scratch.tenant, document: String(repeating: "x", count: 1025), layer: "")
+        }
+        #expect(try layer.pendingChanges().count == 1)
+    }
+
+    @Test(arguments: ["../x", "a/b/../../c", "nul\u{0}inside", "", "ünïcødé 📄", String(repeating: "é", count: 512)])
+    func opaqueIdentifiersNeverBecomePaths(identifier: String) throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: identifier, from: scratch.file(samplePDF(seed: 9)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: identifier, layer: identifier)
+        try layer.create(id: identifier, content: note(""))
+        let listed = try scratch.store.localDescriptors()
+        #expect(listed.map(\.documentIdentifier) == [identifier])
+        #expect(listed.map(\.layerName) == [identifier])
+        #expect(try layer.annotations().map(\.id) == [identifier])
+        #expect(try layer.metadata().documentIdentifier == identifier)
+        let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.path).sorted()
+        #expect(outside.allSatisfy { ["blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine", "tmp"].contains($0) || $0.hasPrefix("input-") })
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func serverChangesDropAcknowledgedAndKeepLaterChanges() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "",
+            snapshot: [ServerRecord(id: "s1", content: note("server"), revision: 3)], revision: 3)
+        try layer.create(id: "mine", content: note("mine"))
+        let sent = try layer.pendingChanges()
+        try layer.update(id: "s1", content: note("edited meanwhile"))
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "mine", content: note("mine"), revision: 4),
+             ServerChange(annotationID: "s1", content: note("other user"), revision: 5),
+             ServerChange(annotationID: "gone", content: nil, revision: 5)],
+            newRevision: 5, acknowledgedThrough: sent.last?.sequence)
+        let pending = try layer.pendingChanges()
+        #expect(pending.map(\.annotationID) == ["s1"])
+        // The local edit made meanwhile stays on top of the server's version.
+        #expect(try layer.annotation(id: "s1")?.content == note("edited meanwhile"))
+        #expect(try layer.annotation(id: "mine")?.serverRevision == 4)
+        #expect(try layer.metadata().lastServerRevision == 5)
+        // A new snapshot replaces the records but keeps the pending change.
+        try layer.applySnapshot([ServerRecord(id: "z", content: note("z"), revision: 9)], revision: 9)
+        #expect(try layer.annotations().map(\.id) == ["s1", "z"])
+        #expect(try layer.pendingChanges().count == 1)
+    }
+}

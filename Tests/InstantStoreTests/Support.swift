@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// A fresh store in a temporary directory.
+struct Scratch {
+    let root: URL
+    let store: InstantStore
+    static let tenant = try! TenantURL("https://a.example.com")
+    static let other = try! TenantURL("https://b.example.com")
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-tests-\(UUID().uuidString)")
+        store = try InstantStore(root: root)
+    }
+
+    /// Writes `bytes` to a file in the scratch directory.
+    func file(_ bytes: Data, name: String = UUID().uuidString) throws -> URL {
+        let url = root.appendingPathComponent("input-\(name).pdf")
+        try bytes.write(to: url)
+        return url
+    }
+
+    /// Regular files below a directory of the store, as relative paths.
+    func files(in relativeDirectory: String) -> [String] {
+        let base = root.appendingPathComponent(relativeDirectory).path
+        let all = FileManager.default.enumerator(atPath: base)?.allObjects as? [String] ?? []
+        return all.filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: base + "/" + path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+    }
+}
+
+/// PDF-like bytes that differ by seed and compress somewhat.
+func samplePDF(seed: Int, size: Int = 50_000) -> Data {
+    var data = Data("%PDF-1.7\n".utf8)
+    var state = UInt64(seed) &+ 0x9E37_79B9_7F4A_7C15
+    while data.count < size {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        data.append(contentsOf: "obj \(state % 1000) <</Type /Page>> endobj\n".utf8)
+        withUnsafeBytes(of: state) { data.append(contentsOf: $0) }
+    }
+    return data.prefix(size)
+}
+
+func note(_ text: String) -> Data {
+    Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,10,10],"text":"\#(text)"}"#.utf8)
+}
+
+/// Runs the worker executable built with the tests; returns its exit status (or signal).
+@discardableResult
+func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (status: Int32, signalled: Bool, output: String) {
+    let process = Process()
+    process.executableURL = workerURL
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["INSTANT_FAILPOINT"] = failpoint
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: output, as: UTF8.self))
+}
+
+/// `instant-store-worker`, next to the test bundle in the build directory.
+let workerURL: URL = {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
+    ]
+    for directory in candidates {
+        let url = directory.appendingPathComponent("instant-store-worker")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/instant-store-worker")
+}()

@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import InstantStore
+
+@Suite struct VerifyTests {
+    @Test func repairFixesDriftOrphansAndDeadTempFiles() throws {
+        let scratch = try Scratch()
+        let pdf = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 40)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try scratch.store.catalog.write { db in try db.execute(sql: "UPDATE blob SET refCount = 7") }
+        let orphanHash = BlobHash.of(Data("orphan".utf8))
+        let orphan = scratch.store.layout.blobPath(orphanHash)
+        try FileSystem.makeDirectory((orphan as NSString).deletingLastPathComponent)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: orphan))
+        try Data("dead".utf8).write(to: URL(fileURLWithPath: scratch.store.layout.tmpDirectory + "/dead.blob"))
+        let live = try POSIXFile.create(scratch.store.layout.tmpDirectory + "/live.blob")
+        try live.lockExclusively(wait: true)
+
+        let found = try scratch.store.verify()
+        #expect(Set(found.problems.map(\.kind)) == [.referenceCountDrift, .orphanFile, .deadTempFile])
+        #expect(found.problems.first { $0.kind == .referenceCountDrift }?.subject == pdf.sha256.hex)
+        let repaired = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(repaired.isClean && repaired.problems.count == 3)
+        #expect(try scratch.store.verify().isClean)
+        #expect(FileManager.default.fileExists(atPath: live.path))  // a live writer's file stays
+    }
+
+    @Test func corruptLayerIsReplacedKeepingItsPendingChanges() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "keep-me", content: note("unsent"))
+        let key = layer.key
+        layer.close()
+        // Damage the records table's page while the pending changes stay readable.
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "UPDATE layer SET annotationCount = 0 WHERE key = ?", arguments: [key])
+        }
+        let path = scratch.store.layout.layerPath(key: key)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: "UPDATE meta SET layerName = ?", arguments: [Data("wrong".utf8)]) }
+        try queue.close()
+
+        let found = try scratch.store.verify()
+        #expect(found.remaining.map(\.kind).contains(.corruptLayer))
+        let repaired = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(repaired.isClean && repaired.pendingChangesSalvaged == 1)
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.pendingChanges().map(\.annotationID) == ["keep-me"])
+        #expect(try fresh.annotation(id: "keep-me")?.content == note("unsent"))
+        #expect(try fresh.metadata().lastServerRevision == 0)
+        #expect(scratch.files(in: "quarantine").count == 1)
+        let after = try scratch.store.verify()
+        #expect(after.isClean, "\(after.remaining)")
+    }
+
+    @Test func garbageLayerFileAndMissingLayerFileAreFlaggedInvalid() throws {
+        let scratch = try Scratch()
+        let garbage = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "garbage")
+        let missing = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "missing")
+        garbage.close()
+        missing.close()
+        try Data(repeating: 0xAB, count: 8192).write(to: URL(fileURLWithPath: scratch.store.layout.layerPath(key: garbage.key)))
+        try FileManager.default.removeItem(atPath: scratch.store.layout.layerPath(key: missing.key))
+        #expect(throws: StoreError.self) { try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "garbage") }
+        let found = try scratch.store.verify()
+        #expect(Set(found.remaining.map(\.kind)) == [.corruptLayer, .missingLayer])
+        let repaired = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(repaired.isClean)
+        #expect(try scratch.store.localDescriptors().allSatisfy(\.isCorrupted))
+        #expect(try scratch.store.verify().isClean)
+        // removeLocalStorage brings the layer back to "not downloaded".
+        try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "garbage")
+        #expect(try !scratch.store.hasLayer(tenant: Scratch.tenant, document: "d", layer: "garbage"))
+    }
+
+    @Test func catalogIsRebuiltFromLayersAndBlobs() throws {
+        let scratch = try Scratch()
+        let pdf = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 41)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "mine", userID: "u")
+        try layer.create(id: "a", content: note("a"))
+        layer.close()
+        try scratch.store.catalog.pool.close()
+        try Data(repeating: 0x55, count: 4096).write(to: URL(fileURLWithPath: scratch.store.layout.catalogPath))
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix) }
+
+        #expect(throws: StoreError.self) { _ = try InstantStore(root: scratch.root).localDescriptors() }
+        let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(report.blobs == 1 && report.layers == 1 && report.documents == 1 && report.oldCatalog != nil)
+        let descriptors = try rebuilt.localDescriptors()
+        #expect(descriptors.map(\.layerName) == ["mine"] && descriptors[0].pendingChangeCount == 1)
+        #expect(descriptors[0].pdfSHA256 == pdf.sha256 && descriptors[0].userID == "u")
+        #expect(try rebuilt.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func aCatalogFromANewerVersionIsRefused() throws {
+        let scratch = try Scratch()
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
+        #expect {
+            _ = try InstantStore(root: scratch.root)
+        } throws: { error in
+            (error as? StoreError)?.code == "unsupported_format_version"
+        }
+    }
+}
