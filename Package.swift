@@ -36,7 +36,7 @@ let package = Package(
         // A release-built benchmark: ingest, deep verify, prune and listing against baselines.
         .executableTarget(
             name: "store-benchmark",
-            dependencies: ["InstantStore"],
+            dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/StoreBenchmark"
         ),
         // A child process the crash and concurrency tests drive and kill.

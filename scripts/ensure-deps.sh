@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the system libraries the package links against, when they are missing:
+# libsqlite3-dev (GRDB over the system SQLite) and libzstd-dev (CZstd). Debian/Ubuntu.
+set -euo pipefail
+missing=()
+for package in libsqlite3-dev libzstd-dev pkg-config; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "Installing ${missing[*]}…" >&2
+    sudo_cmd=()
+    [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
