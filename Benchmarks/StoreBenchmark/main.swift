@@ -85,9 +85,12 @@ if let mebibytes = options.child {
     defer { try? FileManager.default.removeItem(at: root) }
     let store = try InstantStore(root: root)
     let stored = try await store.ingestPDF(tenant: TenantURL("http://bench.local"), document: "big", chunks: Body(mebibytes: mebibytes))
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    print("\(usage.ru_maxrss) \(stored.size) \(stored.storedSize)")
+    // VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across fork and exec, so
+    // a child spawned by a large parent would report the parent's peak.
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?
+        .split(separator: " ").compactMap { Int($0) }.first ?? -1
+    print("\(peak) \(stored.size) \(stored.storedSize)")
     exit(0)
 }
 
