@@ -84,11 +84,13 @@ if let mebibytes = options.child {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-bench-rss-\(getpid())")
     defer { try? FileManager.default.removeItem(at: root) }
     let store = try InstantStore(root: root)
-    let stored = try await store.ingestPDF(tenant: TenantURL("http://bench.local"), document: "big", chunks: Body(mebibytes: mebibytes))
+    let stored = try await store.ingestPDF(
+        tenant: TenantURL("http://bench.local"), document: "big", chunks: Body(mebibytes: mebibytes))
     // VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across fork and exec, so
     // a child spawned by a large parent would report the parent's peak.
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?
+    let peak =
+        status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?
         .split(separator: " ").compactMap { Int($0) }.first ?? -1
     print("\(peak) \(stored.size) \(stored.storedSize)")
     exit(0)
@@ -98,19 +100,25 @@ let work = FileManager.default.temporaryDirectory.appendingPathComponent("instan
 try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: work) }
 
-let files = try FileManager.default.contentsOfDirectory(at: URL(fileURLWithPath: options.corpus), includingPropertiesForKeys: nil)
-    .filter { $0.pathExtension == "pdf" }.sorted { $0.path < $1.path }
+let files = try FileManager.default.contentsOfDirectory(
+    at: URL(fileURLWithPath: options.corpus), includingPropertiesForKeys: nil
+)
+.filter { $0.pathExtension == "pdf" }.sorted { $0.path < $1.path }
 guard !files.isEmpty else {
     print("no PDFs in \(options.corpus); pass a folder of PDFs")
     exit(2)
 }
-let totalBytes = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int ?? 0) }
+let totalBytes = try files.reduce(0) {
+    $0 + (try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as? Int ?? 0)
+}
 let megabytes = Double(totalBytes) / 1e6
 // Warm the page cache so both sides read from memory.
 for file in files { _ = try Data(contentsOf: file) }
 
 var rows: [(String, String, String, String)] = []
-@MainActor func row(_ name: String, _ ours: String, _ baseline: String, _ ratio: String) { rows.append((name, ours, baseline, ratio)) }
+@MainActor func row(_ name: String, _ ours: String, _ baseline: String, _ ratio: String) {
+    rows.append((name, ours, baseline, ratio))
+}
 func best(of runs: Int, _ body: () throws -> Void) rethrows -> Double {
     var times: [Double] = []
     for _ in 0..<runs { times.append(try seconds(body)) }
@@ -128,9 +136,12 @@ let ingest = try best(of: 3) {
 let gitRepo = work.appendingPathComponent("git").path
 let paths = files.map { "'\($0.path)'" }.joined(separator: " ")
 let gitIngest = try best(of: 3) {
-    try shell("rm -rf '\(gitRepo)' && git init -q '\(gitRepo)' && git -C '\(gitRepo)' hash-object -w \(paths) > /dev/null")
+    try shell(
+        "rm -rf '\(gitRepo)' && git init -q '\(gitRepo)' && git -C '\(gitRepo)' hash-object -w \(paths) > /dev/null")
 }
-row("ingest \(files.count) PDFs (\(String(format: "%.1f", megabytes)) MB)", String(format: "%.0f MB/s", megabytes / ingest),
+row(
+    "ingest \(files.count) PDFs (\(String(format: "%.1f", megabytes)) MB)",
+    String(format: "%.0f MB/s", megabytes / ingest),
     String(format: "%.0f MB/s git hash-object -w", megabytes / gitIngest), String(format: "%.1f×", gitIngest / ingest))
 
 // Deep verify vs git fsck --full and zstd -d | sha256sum.
@@ -139,14 +150,20 @@ let verify = try best(of: 3) {
     let report = try verifyStore.verify(VerifyOptions(deep: true))
     precondition(report.isClean && report.blobsDeepChecked == files.count)
 }
-let fsck = try best(of: 3) { try shell("git -C '\(gitRepo)' fsck --full --no-progress --unreachable > /dev/null 2>&1 || true") }
+let fsck = try best(of: 3) {
+    try shell("git -C '\(gitRepo)' fsck --full --no-progress --unreachable > /dev/null 2>&1 || true")
+}
 let blobRoot = work.appendingPathComponent("store-1/blobs/sha256").path
 let pipeline = try best(of: 3) {
     try shell("for f in '\(blobRoot)'/*/*; do zstd -dcq \"$f\" | sha256sum > /dev/null; done")
 }
-row("deep verify", String(format: "%.0f MB/s", megabytes / verify), String(format: "%.0f MB/s git fsck --full", megabytes / fsck),
+row(
+    "deep verify", String(format: "%.0f MB/s", megabytes / verify),
+    String(format: "%.0f MB/s git fsck --full", megabytes / fsck),
     String(format: "%.1f×", fsck / verify))
-row("", "", String(format: "%.0f MB/s zstd -d | sha256sum", megabytes / pipeline), String(format: "%.1f×", pipeline / verify))
+row(
+    "", "", String(format: "%.0f MB/s zstd -d | sha256sum", megabytes / pipeline),
+    String(format: "%.1f×", pipeline / verify))
 
 // 100k synthetic layers and blobs, written straight into a catalog.
 let bigRoot = work.appendingPathComponent("big")
@@ -161,7 +178,8 @@ try queue.write { db in
             sql: "INSERT INTO blob (sha256, size, storedSize, refCount, createdAt) VALUES (?, 100000, 90000, 1, ?)",
             arguments: [sha, now])
         try db.execute(
-            sql: "INSERT INTO document (tenantId, identifier, blobSha256, corrupt, layerCount, createdAt, lastUsedAt) VALUES (1, ?, ?, 0, 1, ?, ?)",
+            sql:
+                "INSERT INTO document (tenantId, identifier, blobSha256, corrupt, layerCount, createdAt, lastUsedAt) VALUES (1, ?, ?, 0, 1, ?, ?)",
             arguments: [Data("doc-\(index)".utf8), sha, now, now])
         try db.execute(
             sql: """
@@ -179,17 +197,24 @@ let pruneNothing = try best(of: 5) {
 }
 let listing = try best(of: 5) { listed = try big.localDescriptors().count }
 precondition(listed == options.scale + 1)
-row("prune, nothing to do, \(options.scale) layers", String(format: "%.1f ms", pruneNothing * 1000), "target ≤ 20 ms", "")
+row(
+    "prune, nothing to do, \(options.scale) layers", String(format: "%.1f ms", pruneNothing * 1000), "target ≤ 20 ms",
+    "")
 row("list \(listed) local descriptors", String(format: "%.0f ms", listing * 1000), "target ≤ 300 ms", "")
 
 // Peak RSS of a streamed ingest, in a child process.
 let child = try shell("'\(CommandLine.arguments[0])' --child-ingest \(options.ingestMiB)")
 let fields = child.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-row("peak RSS, \(options.ingestMiB) MiB streamed ingest", "\((fields.first ?? 0) / 1024) MiB", "target ≤ 64 MiB",
+row(
+    "peak RSS, \(options.ingestMiB) MiB streamed ingest", "\((fields.first ?? 0) / 1024) MiB", "target ≤ 64 MiB",
     fields.count == 3 ? String(format: "stored %.0f%%", Double(fields[2]) * 100 / Double(fields[1])) : "")
 
 print("\nInstantStore benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, corpus \(options.corpus)\n")
 let widths = [0, 1, 2, 3].map { column in rows.map { [$0.0, $0.1, $0.2, $0.3][column].count }.max() ?? 0 }
 func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-print([pad("measure", widths[0]), pad("InstantStore", widths[1]), pad("baseline", widths[2]), "ratio"].joined(separator: "  "))
-for (a, b, c, d) in rows { print([pad(a, widths[0]), pad(b, widths[1]), pad(c, widths[2]), d].joined(separator: "  ")) }
+print(
+    [pad("measure", widths[0]), pad("InstantStore", widths[1]), pad("baseline", widths[2]), "ratio"].joined(
+        separator: "  "))
+for (a, b, c, d) in rows {
+    print([pad(a, widths[0]), pad(b, widths[1]), pad(c, widths[2]), d].joined(separator: "  "))
+}

@@ -14,7 +14,8 @@ import Testing
         var read = Data()
         try scratch.store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
         #expect(read == bytes)
-        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(count: 18, at: 0)
+        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(
+            count: 18, at: 0)
         #expect(ZstdFrameHeader(header)?.contentSize == UInt64(bytes.count))
         #expect(ZstdFrameHeader(header)?.hasChecksum == true)
         #expect(scratch.files(in: "tmp").isEmpty)
@@ -31,7 +32,8 @@ import Testing
         }
         let stored = try await scratch.store.ingestPDF(
             tenant: Scratch.tenant, document: "d", chunks: stream, expectedSize: expectedSize)
-        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(count: 18, at: 0)
+        let header = try POSIXFile.open(scratch.store.layout.blobPath(stored.sha256), flags: O_RDONLY).read(
+            count: 18, at: 0)
         #expect(ZstdFrameHeader(header)?.contentSize == 200_000)
         let out = scratch.root.appendingPathComponent("out.pdf")
         try scratch.store.exportPDF(stored.sha256, to: out)
@@ -44,11 +46,15 @@ import Testing
         let bytes = samplePDF(seed: 3)
         let wrong = BlobHash.of(Data("other".utf8))
         #expect(throws: StoreError.hashMismatch(expected: wrong.hex, actual: BlobHash.of(bytes).hex)) {
-            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes), expectedHash: wrong)
+            try scratch.store.ingestPDF(
+                tenant: Scratch.tenant, document: "d", from: scratch.file(bytes), expectedHash: wrong)
         }
         await #expect(throws: StoreError.self) {
             try await scratch.store.ingestPDF(
-                tenant: Scratch.tenant, document: "d", chunks: AsyncStream { $0.yield(bytes); $0.finish() },
+                tenant: Scratch.tenant, document: "d",
+                chunks: AsyncStream {
+                    $0.yield(bytes); $0.finish()
+                },
                 expectedSize: 10)
         }
         #expect(scratch.files(in: "tmp").isEmpty)
@@ -75,7 +81,8 @@ import Testing
         let scratch = try Scratch()
         let bytes = samplePDF(seed: 5, size: 100_000)
         let a = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "a", from: scratch.file(bytes))
-        let b = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "b", from: scratch.file(samplePDF(seed: 6)))
+        let b = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "b", from: scratch.file(samplePDF(seed: 6)))
         // Flip one byte in the middle of a; truncate b.
         let pathA = scratch.store.layout.blobPath(a.sha256)
         var stored = try Data(contentsOf: URL(fileURLWithPath: pathA))

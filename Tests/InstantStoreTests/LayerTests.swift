@@ -31,11 +31,14 @@ import Testing
         #expect(throws: StoreError.invalidAnnotationContent(reason: "not a JSON object")) {
             try layer.create(id: "x", content: Data("[1]".utf8))
         }
-        #expect(throws: StoreError.noSuchAnnotation(id: "missing")) { try layer.update(id: "missing", content: note("")) }
+        #expect(throws: StoreError.noSuchAnnotation(id: "missing")) {
+            try layer.update(id: "missing", content: note(""))
+        }
         try layer.create(id: "x", content: note(""))
         #expect(throws: StoreError.annotationAlreadyExists(id: "x")) { try layer.create(id: "x", content: note("")) }
         #expect(throws: StoreError.self) {
-            try scratch.store.createLayer(tenant: Scratch.tenant, document: String(repeating: "x", count: 1025), layer: "")
+            try scratch.store.createLayer(
+                tenant: Scratch.tenant, document: String(repeating: "x", count: 1025), layer: "")
         }
         #expect(try layer.pendingChanges().count == 1)
     }
@@ -43,7 +46,8 @@ import Testing
     @Test(arguments: ["../x", "a/b/../../c", "nul\u{0}inside", "", "ünïcødé 📄", String(repeating: "é", count: 512)])
     func opaqueIdentifiersNeverBecomePaths(identifier: String) throws {
         let scratch = try Scratch()
-        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: identifier, from: scratch.file(samplePDF(seed: 9)))
+        try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: identifier, from: scratch.file(samplePDF(seed: 9)))
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: identifier, layer: identifier)
         try layer.create(id: identifier, content: note(""))
         let listed = try scratch.store.localDescriptors()
@@ -52,7 +56,11 @@ import Testing
         #expect(try layer.annotations().map(\.id) == [identifier])
         #expect(try layer.metadata().documentIdentifier == identifier)
         let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.path).sorted()
-        #expect(outside.allSatisfy { ["blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine", "tmp"].contains($0) || $0.hasPrefix("input-") })
+        #expect(
+            outside.allSatisfy {
+                ["blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine", "tmp"]
+                    .contains($0) || $0.hasPrefix("input-")
+            })
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
@@ -65,9 +73,11 @@ import Testing
         let sent = try layer.pendingChanges()
         try layer.update(id: "s1", content: note("edited meanwhile"))
         try layer.applyServerChanges(
-            [ServerChange(annotationID: "mine", content: note("mine"), revision: 4),
-             ServerChange(annotationID: "s1", content: note("other user"), revision: 5),
-             ServerChange(annotationID: "gone", content: nil, revision: 5)],
+            [
+                ServerChange(annotationID: "mine", content: note("mine"), revision: 4),
+                ServerChange(annotationID: "s1", content: note("other user"), revision: 5),
+                ServerChange(annotationID: "gone", content: nil, revision: 5),
+            ],
             newRevision: 5, acknowledgedThrough: sent.last?.sequence)
         let pending = try layer.pendingChanges()
         #expect(pending.map(\.annotationID) == ["s1"])

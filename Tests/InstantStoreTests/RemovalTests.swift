@@ -23,7 +23,9 @@ import Testing
         try open.create(id: "a", content: note("unsynced"))
         let report = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d1", layer: "review")
         #expect(report.layers.count == 1 && report.discardedPendingChanges == 1 && report.blobs.isEmpty)
-        #expect(throws: StoreError.layerRemoved(document: "d1", layer: "review")) { try open.create(id: "b", content: note("")) }
+        #expect(throws: StoreError.layerRemoved(document: "d1", layer: "review")) {
+            try open.create(id: "b", content: note(""))
+        }
         #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "d1")?.sha256 == pdf.sha256)
         #expect(throws: StoreError.noSuchLayer(tenant: Scratch.tenant.string, document: "d1", layer: "review")) {
             try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d1", layer: "review")
@@ -45,8 +47,12 @@ import Testing
 
     @Test func unreferencedEntriesGoOnlyWhenNoLayerIsLeft() throws {
         let (scratch, pdf) = try populated()
-        for layer in ["", "review"] { try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d1", layer: layer) }
-        #expect(try scratch.store.cacheEntries(tenant: Scratch.tenant).filter(\.isUnreferenced).map(\.documentIdentifier) == ["d1"])
+        for layer in ["", "review"] {
+            try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d1", layer: layer)
+        }
+        #expect(
+            try scratch.store.cacheEntries(tenant: Scratch.tenant).filter(\.isUnreferenced).map(\.documentIdentifier)
+                == ["d1"])
         let report = try scratch.store.removeUnreferenced(tenant: Scratch.tenant)
         #expect(report.documents.map(\.document) == ["d1"] && report.blobs.isEmpty)
         #expect(try scratch.store.cacheEntries().count == 2)
@@ -66,7 +72,8 @@ import Testing
     @Test func pruneEvictsLeastRecentlyUsedCleanLayersOnly() throws {
         let scratch = try Scratch()
         for index in 0..<5 {
-            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d\(index)", from: scratch.file(samplePDF(seed: 30 + index)))
+            try scratch.store.ingestPDF(
+                tenant: Scratch.tenant, document: "d\(index)", from: scratch.file(samplePDF(seed: 30 + index)))
             let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d\(index)", layer: "")
             if index == 0 { try layer.create(id: "unsent", content: note("")) }  // the oldest is dirty
         }

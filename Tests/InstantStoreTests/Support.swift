@@ -28,7 +28,8 @@ struct Scratch {
         let all = FileManager.default.enumerator(atPath: base)?.allObjects as? [String] ?? []
         return all.filter { path in
             var isDirectory: ObjCBool = false
-            return FileManager.default.fileExists(atPath: base + "/" + path, isDirectory: &isDirectory) && !isDirectory.boolValue
+            return FileManager.default.fileExists(atPath: base + "/" + path, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
         }
     }
 }
@@ -51,7 +52,9 @@ func note(_ text: String) -> Data {
 
 /// Runs the worker executable built with the tests; returns its exit status (or signal).
 @discardableResult
-func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (status: Int32, signalled: Bool, output: String) {
+func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (
+    status: Int32, signalled: Bool, output: String
+) {
     let process = Process()
     process.executableURL = workerURL
     process.arguments = arguments
@@ -64,7 +67,9 @@ func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (statu
     try process.run()
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: output, as: UTF8.self))
+    return (
+        process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: output, as: UTF8.self)
+    )
 }
 
 /// `instant-store-worker`, next to the test bundle in the build directory.

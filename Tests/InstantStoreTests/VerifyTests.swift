@@ -7,7 +7,8 @@ import Testing
 @Suite struct VerifyTests {
     @Test func repairFixesDriftOrphansAndDeadTempFiles() throws {
         let scratch = try Scratch()
-        let pdf = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 40)))
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 40)))
         try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
         try scratch.store.catalog.write { db in try db.execute(sql: "UPDATE blob SET refCount = 7") }
         let orphanHash = BlobHash.of(Data("orphan".utf8))
@@ -61,9 +62,12 @@ import Testing
         let missing = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "missing")
         garbage.close()
         missing.close()
-        try Data(repeating: 0xAB, count: 8192).write(to: URL(fileURLWithPath: scratch.store.layout.layerPath(key: garbage.key)))
+        try Data(repeating: 0xAB, count: 8192).write(
+            to: URL(fileURLWithPath: scratch.store.layout.layerPath(key: garbage.key)))
         try FileManager.default.removeItem(atPath: scratch.store.layout.layerPath(key: missing.key))
-        #expect(throws: StoreError.self) { try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "garbage") }
+        #expect(throws: StoreError.self) {
+            try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "garbage")
+        }
         let found = try scratch.store.verify()
         #expect(Set(found.remaining.map(\.kind)) == [.corruptLayer, .missingLayer])
         let repaired = try scratch.store.verify(VerifyOptions(repair: true))
@@ -77,13 +81,16 @@ import Testing
 
     @Test func catalogIsRebuiltFromLayersAndBlobs() throws {
         let scratch = try Scratch()
-        let pdf = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 41)))
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 41)))
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "mine", userID: "u")
         try layer.create(id: "a", content: note("a"))
         layer.close()
         try scratch.store.catalog.pool.close()
         try Data(repeating: 0x55, count: 4096).write(to: URL(fileURLWithPath: scratch.store.layout.catalogPath))
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix) }
+        for suffix in ["-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
+        }
 
         #expect(throws: StoreError.self) { _ = try InstantStore(root: scratch.root).localDescriptors() }
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)

@@ -49,13 +49,16 @@ do {
     let store = try InstantStore(root: root)
     switch command {
     case "ingest":  // TENANT DOC FILE
-        let stored = try store.ingestPDF(tenant: TenantURL(argument(0)), document: argument(1), from: URL(fileURLWithPath: argument(2)))
+        let stored = try store.ingestPDF(
+            tenant: TenantURL(argument(0)), document: argument(1), from: URL(fileURLWithPath: argument(2)))
         print(stored.sha256.hex)
     case "create-layer":  // TENANT DOC LAYER
-        try store.createLayer(tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2), userID: "worker")
+        try store.createLayer(
+            tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2), userID: "worker")
     case "annotate":  // TENANT DOC LAYER ID: a local change, durable once "ok" is printed
         let layer = try store.openLayer(tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2))
-        try layer.create(id: argument(3), content: Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8))
+        try layer.create(
+            id: argument(3), content: Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8))
     case "remove-layer":
         try store.removeLayer(tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2))
     case "remove-document":

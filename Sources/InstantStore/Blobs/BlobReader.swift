@@ -22,7 +22,8 @@ struct BlobReader {
             throw .corruptBlob(sha256: hash.hex, reason: "no zstd frame header")
         }
         guard frame.contentSize == UInt64(expectedSize), frame.hasChecksum else {
-            throw .corruptBlob(sha256: hash.hex, reason: "the frame header does not record \(expectedSize) bytes with a checksum")
+            throw .corruptBlob(
+                sha256: hash.hex, reason: "the frame header does not record \(expectedSize) bytes with a checksum")
         }
     }
 
@@ -56,8 +57,9 @@ struct BlobReader {
         }
         if verifyHash {
             let actual = BlobHash(digest: hasher.finalize())
-            guard actual == hash else { throw .corruptBlob(sha256: hash.hex, reason: "its bytes hash to \(actual.hex)") }
+            guard actual == hash else {
+                throw .corruptBlob(sha256: hash.hex, reason: "its bytes hash to \(actual.hex)")
+            }
         }
     }
 }
-

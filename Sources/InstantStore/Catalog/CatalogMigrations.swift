@@ -19,7 +19,8 @@ enum CatalogMigrations {
                 t.column("createdAt", .datetime).notNull()
                 t.column("lastVerifiedAt", .datetime)
             }
-            try db.create(index: "blob_unreferenced", on: "blob", columns: ["sha256"], condition: Column("refCount") <= 0)
+            try db.create(
+                index: "blob_unreferenced", on: "blob", columns: ["sha256"], condition: Column("refCount") <= 0)
             try db.create(table: "document") { t in
                 t.autoIncrementedPrimaryKey("id")
                 t.belongsTo("tenant", onDelete: .restrict).notNull()
@@ -33,7 +34,9 @@ enum CatalogMigrations {
                 t.uniqueKey(["tenantId", "identifier"])
             }
             try db.create(index: "document_blob", on: "document", columns: ["blobSha256"])
-            try db.create(index: "document_unreferenced", on: "document", columns: ["tenantId"], condition: Column("layerCount") == 0)
+            try db.create(
+                index: "document_unreferenced", on: "document", columns: ["tenantId"],
+                condition: Column("layerCount") == 0)
             try db.create(table: "layer") { t in
                 t.autoIncrementedPrimaryKey("id")
                 t.belongsTo("document", onDelete: .restrict).notNull()

@@ -71,13 +71,16 @@ public final class LayerDatabase: Sendable {
                     ])
                 for record in records {
                     try db.execute(
-                        sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                        sql:
+                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
                         arguments: [record.id.storedBytes, record.content, record.revision])
                 }
                 for change in pending {
                     try db.execute(
                         sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
-                        arguments: [change.annotationID.storedBytes, change.kind.rawValue, change.content, change.createdAt])
+                        arguments: [
+                            change.annotationID.storedBytes, change.kind.rawValue, change.content, change.createdAt,
+                        ])
                 }
                 try reapplyPending(db)
             }
@@ -149,7 +152,8 @@ public final class LayerDatabase: Sendable {
         try write { db in
             if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
             try db.execute(
-                sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
+                sql:
+                    "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
                 arguments: [id.storedBytes, content])
             try LayerDatabase.appendPending(db, id, .create, content)
         }
@@ -185,7 +189,8 @@ public final class LayerDatabase: Sendable {
             try db.execute(sql: "DELETE FROM record")
             for record in records {
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                    sql:
+                        "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
                     arguments: [record.id.storedBytes, record.content, record.revision])
             }
             try LayerDatabase.reapplyPending(db)
@@ -208,7 +213,8 @@ public final class LayerDatabase: Sendable {
             for change in changes {
                 if let content = change.content {
                     try db.execute(
-                        sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                        sql:
+                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
                         arguments: [change.annotationID.storedBytes, content, change.revision])
                 } else {
                     try db.execute(
@@ -359,10 +365,12 @@ public final class LayerDatabase: Sendable {
 
     private static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes]) ?? false
+            db, sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes])
+            ?? false
     }
 
-    private static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
+    private static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws
+    {
         try db.execute(
             sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
             arguments: [id.storedBytes, kind.rawValue, content, Date()])

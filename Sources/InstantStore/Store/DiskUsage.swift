@@ -66,7 +66,8 @@ extension InstantStore {
             ).map { row in
                 let identifier: Data? = row[1]
                 return UsageLine(
-                    tenant: TenantURL(normalized: row[0]), documentIdentifier: identifier.map { String(storedBytes: $0) },
+                    tenant: TenantURL(normalized: row[0]),
+                    documentIdentifier: identifier.map { String(storedBytes: $0) },
                     documents: row[2], layers: row[3], layerBytes: row[4], uniqueStoredBytes: row[5],
                     sharedStoredBytes: row[6], logicalPDFBytes: row[7])
             }

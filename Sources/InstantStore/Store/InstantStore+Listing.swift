@@ -93,7 +93,8 @@ extension InstantStore {
                 let layerCount: Int64 = row[5]
                 return CacheEntry(
                     tenant: TenantURL(normalized: row[0]), documentIdentifier: String(storedBytes: row[1]),
-                    overallDiskSpace: storedSize + layerBytes, downloadedLayerNames: names.map { String(storedBytes: $0) },
+                    overallDiskSpace: storedSize + layerBytes,
+                    downloadedLayerNames: names.map { String(storedBytes: $0) },
                     pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, isCorrupted: row[4] || corruptLayers > 0,
                     isUnreferenced: layerCount == 0)
             }

@@ -129,7 +129,9 @@ extension InstantStore {
     /// Streams a stored PDF's bytes to `body`, checking size, frame checksum and SHA-256.
     /// A blob that fails a check throws ``StoreError/corruptBlob(sha256:reason:)``; bytes
     /// already handed over must then be discarded by the caller.
-    public func readPDF(_ hash: BlobHash, _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
+    public func readPDF(_ hash: BlobHash, _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Void)
+        throws(StoreError)
+    {
         let size = try catalog.read { db in try BlobRecord.fetchOne(db, key: hash.hex)?.size }
         guard let size else { throw .noSuchBlob(sha256: hash.hex) }
         try BlobReader(layout: layout, hash: hash).read(expectedSize: size, verifyHash: true, body)

@@ -46,12 +46,15 @@ extension InstantStore {
     public func prune(_ options: PruneOptions = PruneOptions()) throws(StoreError) -> PruneReport {
         let plan = try catalog.read { db in try PrunePlan(db, options: options) }
         guard !plan.isEmpty else {
-            return PruneReport(removed: RemovalReport(), dryRun: options.dryRun, sizeBefore: plan.sizeBefore, sizeAfter: plan.sizeBefore)
+            return PruneReport(
+                removed: RemovalReport(), dryRun: options.dryRun, sizeBefore: plan.sizeBefore,
+                sizeAfter: plan.sizeBefore)
         }
         if options.dryRun {
             let removed = try catalog.read { db in try plan.describe(db) }
             return PruneReport(
-                removed: removed, dryRun: true, sizeBefore: plan.sizeBefore, sizeAfter: plan.sizeBefore - removed.bytesFreed)
+                removed: removed, dryRun: true, sizeBefore: plan.sizeBefore,
+                sizeAfter: plan.sizeBefore - removed.bytesFreed)
         }
         var total = RemovalReport()
         // Batches keep each write transaction short; each re-checks what it removes.
@@ -87,7 +90,8 @@ struct PrunePlan {
 
     static func storedBytes(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(
-            db, sql: "SELECT (SELECT COALESCE(SUM(storedSize), 0) FROM blob) + (SELECT COALESCE(SUM(bytes), 0) FROM layer)"
+            db,
+            sql: "SELECT (SELECT COALESCE(SUM(storedSize), 0) FROM blob) + (SELECT COALESCE(SUM(bytes), 0) FROM layer)"
         ) ?? 0
     }
 
@@ -97,16 +101,19 @@ struct PrunePlan {
         let tenantArguments = StatementArguments(options.tenant.map { [$0.string] } ?? [])
         let cutoff = options.olderThan.map { options.now.addingTimeInterval(-$0) }
         // Fast path: nothing unreferenced, nothing too old, within budget: no full scan.
-        let unreferenced = try Bool.fetchOne(
-            db,
-            sql: """
-                SELECT EXISTS (SELECT 1 FROM document JOIN tenant ON tenant.id = document.tenantId
-                               WHERE document.layerCount = 0 \(tenantFilter))
-                    OR EXISTS (SELECT 1 FROM blob WHERE refCount <= 0)
-                """, arguments: tenantArguments) ?? false
-        let old = try cutoff.map { cutoff in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM layer WHERE lastUsedAt < ?)", arguments: [cutoff]) ?? false
-        } ?? false
+        let unreferenced =
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM document JOIN tenant ON tenant.id = document.tenantId
+                                   WHERE document.layerCount = 0 \(tenantFilter))
+                        OR EXISTS (SELECT 1 FROM blob WHERE refCount <= 0)
+                    """, arguments: tenantArguments) ?? false
+        let old =
+            try cutoff.map { cutoff in
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM layer WHERE lastUsedAt < ?)", arguments: [cutoff]) ?? false
+            } ?? false
         let overBudget = options.maxSize.map { sizeBefore > $0 } ?? false
         guard unreferenced || old || overBudget else { return }
 
@@ -195,7 +202,8 @@ struct PrunePlan {
         for id in documentIDs.sorted() {
             if let row = try Row.fetchOne(
                 db,
-                sql: "SELECT tenant.url, document.identifier FROM document JOIN tenant ON tenant.id = document.tenantId WHERE document.id = ?",
+                sql:
+                    "SELECT tenant.url, document.identifier FROM document JOIN tenant ON tenant.id = document.tenantId WHERE document.id = ?",
                 arguments: [id])
             {
                 report.documents.append(
@@ -205,7 +213,8 @@ struct PrunePlan {
         for sha in blobs.sorted() {
             guard let hash = BlobHash(hex: sha) else { continue }
             report.blobs.append(hash)
-            report.bytesFreed += try Int64.fetchOne(db, sql: "SELECT storedSize FROM blob WHERE sha256 = ?", arguments: [sha]) ?? 0
+            report.bytesFreed +=
+                try Int64.fetchOne(db, sql: "SELECT storedSize FROM blob WHERE sha256 = ?", arguments: [sha]) ?? 0
         }
         return report
     }

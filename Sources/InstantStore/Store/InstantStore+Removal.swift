@@ -8,9 +8,12 @@ extension InstantStore {
     @discardableResult
     public func removeLayer(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> RemovalReport {
         try remove { db, report, marked in
-            let rows = try self.layerRows(db, "tenant.url = ? AND document.identifier = ? AND layer.name = ?",
+            let rows = try self.layerRows(
+                db, "tenant.url = ? AND document.identifier = ? AND layer.name = ?",
                 [tenant.string, document.storedBytes, layer.storedBytes])
-            guard !rows.isEmpty else { throw StoreError.noSuchLayer(tenant: tenant.string, document: document, layer: layer) }
+            guard !rows.isEmpty else {
+                throw StoreError.noSuchLayer(tenant: tenant.string, document: document, layer: layer)
+            }
             try self.deleteLayers(rows, onlyIfClean: false, in: db, report: &report, marked: marked)
         }
     }
@@ -52,7 +55,9 @@ extension InstantStore {
     public func removeTenant(_ tenant: TenantURL) throws(StoreError) -> RemovalReport {
         try remove { db, report, marked in
             guard let tenantID = try self.catalog.tenantID(tenant, create: false, in: db) else { return }
-            try self.deleteLayers(self.layerRows(db, "tenant.id = ?", [tenantID]), onlyIfClean: false, in: db, report: &report, marked: marked)
+            try self.deleteLayers(
+                self.layerRows(db, "tenant.id = ?", [tenantID]), onlyIfClean: false, in: db, report: &report,
+                marked: marked)
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM document WHERE tenantId = ?", arguments: [tenantID])
             try self.deleteDocuments(ids, in: db, report: &report)
             try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
@@ -126,7 +131,8 @@ extension InstantStore {
             }
             try Failpoint.check("remove.afterMark")
             try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [row.id])
-            try db.execute(sql: "UPDATE document SET layerCount = layerCount - 1 WHERE id = ?", arguments: [row.documentId])
+            try db.execute(
+                sql: "UPDATE document SET layerCount = layerCount - 1 WHERE id = ?", arguments: [row.documentId])
             try catalog.addTombstone(StoreLayout.layerRelativePath(key: row.key), in: db)
             report.layers.append(reference)
             report.bytesFreed += row.bytes

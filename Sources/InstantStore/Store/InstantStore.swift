@@ -64,7 +64,9 @@ public final class InstantStore: Sendable {
         try catalog.write { db in
             let now = Date()
             var documentRow = try self.documentRow(tenant, document, in: db)
-            guard let documentID = documentRow.id else { throw StoreError.noSuchDocument(tenant: tenant.string, document: document) }
+            guard let documentID = documentRow.id else {
+                throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
+            }
             if try self.catalog.layer(documentID, layer, in: db) != nil {
                 throw StoreError.layerAlreadyExists(document: document, layer: layer)
             }
@@ -121,7 +123,8 @@ public final class InstantStore: Sendable {
         return try LayerDatabase(path: layout.layerPath(key: key), key: key) { summary in
             try? catalog.write { db in
                 try db.execute(
-                    sql: "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
+                    sql:
+                        "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
                     arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
             }
         }

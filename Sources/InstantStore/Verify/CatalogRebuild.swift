@@ -37,7 +37,8 @@ extension InstantStore {
                     let relative = "blobs/sha256/\(prefix)/\(name)"
                     guard let hash = BlobHash(hex: name), hash.hex == name, name.hasPrefix(prefix),
                         let stored = try FileSystem.fileSize(layout.absolute(relative)),
-                        let header = ZstdFrameHeader(try POSIXFile.open(layout.absolute(relative), flags: O_RDONLY).read(count: 18, at: 0)),
+                        let header = ZstdFrameHeader(
+                            try POSIXFile.open(layout.absolute(relative), flags: O_RDONLY).read(count: 18, at: 0)),
                         let size = header.contentSize, header.hasChecksum
                     else {
                         try FileSystem.rename(layout.absolute(relative), layout.quarantinePath(for: relative))
@@ -54,7 +55,8 @@ extension InstantStore {
             for name in try FileSystem.contents(of: layout.layersDirectory) where name.hasSuffix(".sqlite") {
                 let key = String(name.dropLast(".sqlite".count))
                 let relative = "layers/\(name)"
-                guard RandomKey.isValid(key), let layer = try? LayerDatabase(path: layout.layerPath(key: key), key: key),
+                guard RandomKey.isValid(key),
+                    let layer = try? LayerDatabase(path: layout.layerPath(key: key), key: key),
                     let metadata = try? layer.metadata(), let summary = try? layer.summary(),
                     (try? layer.health(deep: false).markedRemoved) == false
                 else {

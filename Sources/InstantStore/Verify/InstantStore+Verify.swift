@@ -28,15 +28,19 @@ extension InstantStore {
         let messages = try catalog.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
         if messages != ["ok"] {
             report.problems.append(
-                Problem(kind: .catalogIntegrity, subject: "catalog.sqlite", detail: messages.prefix(5).joined(separator: "; ")))
+                Problem(
+                    kind: .catalogIntegrity, subject: "catalog.sqlite",
+                    detail: messages.prefix(5).joined(separator: "; ")))
         }
     }
 
     private func checkBlobs(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
         let blobs = try catalog.read { db in
-            try BlobRecord.fetchAll(db, sql: "SELECT * FROM blob ORDER BY lastVerifiedAt IS NOT NULL, lastVerifiedAt, sha256")
+            try BlobRecord.fetchAll(
+                db, sql: "SELECT * FROM blob ORDER BY lastVerifiedAt IS NOT NULL, lastVerifiedAt, sha256")
         }
-        let deepCount = options.deep ? Int((Double(blobs.count) * min(max(options.sampleFraction, 0), 1)).rounded(.up)) : 0
+        let deepCount =
+            options.deep ? Int((Double(blobs.count) * min(max(options.sampleFraction, 0), 1)).rounded(.up)) : 0
         var bytes: Int64 = 0
         for (index, blob) in blobs.enumerated() {
             guard let hash = BlobHash(hex: blob.sha256) else { continue }
@@ -50,7 +54,9 @@ extension InstantStore {
                     report.bytesDeepChecked += blob.size
                     bytes += blob.size
                     try catalog.write { db in
-                        try db.execute(sql: "UPDATE blob SET lastVerifiedAt = ? WHERE sha256 = ?", arguments: [Date(), blob.sha256])
+                        try db.execute(
+                            sql: "UPDATE blob SET lastVerifiedAt = ? WHERE sha256 = ?",
+                            arguments: [Date(), blob.sha256])
                     }
                 }
             } catch {
@@ -99,7 +105,8 @@ extension InstantStore {
             let recorded: Int64 = row[2]
             let actual: Int64 = row[3]
             var problem = Problem(
-                kind: isBlob ? .referenceCountDrift : .layerCountDrift, subject: isBlob ? subject : "document #\(subject)",
+                kind: isBlob ? .referenceCountDrift : .layerCountDrift,
+                subject: isBlob ? subject : "document #\(subject)",
                 detail: "recorded \(recorded), counted \(actual)")
             if options.repair {
                 try catalog.write { db in

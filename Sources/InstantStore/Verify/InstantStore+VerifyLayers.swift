@@ -39,10 +39,12 @@ extension InstantStore {
         else { throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog") }
         if health.markedRemoved {
             // A removal died between marking the file and deleting the row: finish it.
-            var problem = Problem(kind: .layerMarkedRemoved, subject: reference.description, detail: "removal was interrupted")
+            var problem = Problem(
+                kind: .layerMarkedRemoved, subject: reference.description, detail: "removal was interrupted")
             if options.repair {
                 _ = try remove { db, report, marked in
-                    try self.deleteLayers([(row, reference)], onlyIfClean: false, in: db, report: &report, marked: marked)
+                    try self.deleteLayers(
+                        [(row, reference)], onlyIfClean: false, in: db, report: &report, marked: marked)
                 }
                 problem.fixed = true
             }
@@ -101,14 +103,16 @@ extension InstantStore {
         let lostEverything = salvaged == nil
         try catalog.write { db in
             if FileSystem.exists(oldPath) {
-                try FileSystem.rename(oldPath, self.layout.quarantinePath(for: StoreLayout.layerRelativePath(key: row.key)))
+                try FileSystem.rename(
+                    oldPath, self.layout.quarantinePath(for: StoreLayout.layerRelativePath(key: row.key)))
                 for suffix in ["-wal", "-shm"] { try FileSystem.remove(oldPath + suffix) }
             }
             let newPath = self.layout.layerPath(key: key)
             try FileSystem.rename(tempPath, newPath)
             try FileSystem.syncDirectory(self.layout.layersDirectory)
             try db.execute(
-                sql: "UPDATE layer SET key = ?, corrupt = ?, pendingCount = ?, annotationCount = ?, bytes = ? WHERE id = ?",
+                sql:
+                    "UPDATE layer SET key = ?, corrupt = ?, pendingCount = ?, annotationCount = ?, bytes = ? WHERE id = ?",
                 arguments: [key, lostEverything, summary.pendingCount, summary.annotationCount, summary.bytes, row.id])
         }
     }
