@@ -44,14 +44,10 @@ public final class InstantStore: Sendable {
         try Identifier.validate(document, what: "document identifier")
         try Identifier.validate(layer, what: "layer name")
         if let userID { try Identifier.validate(userID, what: "user id") }
-        let key = RandomKey.make()
-        let tempPath = layout.tmpDirectory + "/\(key).layer"
-        let lock = try POSIXFile.create(tempPath + ".lock")
-        try lock.lockExclusively(wait: true)
-        defer {
-            try? FileSystem.remove(lock.path)
-            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(tempPath + suffix) }
-        }
+        let staging = try LayerStaging(layout)
+        defer { staging.cleanUp() }
+        let key = staging.key
+        let tempPath = staging.path
         let pdf = try catalog.read { db -> String? in
             guard let tenantID = try catalog.tenantID(tenant, create: false, in: db) else { return nil }
             return try catalog.document(tenantID, document, in: db)?.blobSha256

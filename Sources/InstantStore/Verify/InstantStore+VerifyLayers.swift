@@ -84,14 +84,10 @@ extension InstantStore {
         let pdf = try catalog.read { db in
             try String.fetchOne(db, sql: "SELECT blobSha256 FROM document WHERE id = ?", arguments: [row.documentId])
         }
-        let key = RandomKey.make()
-        let tempPath = layout.tmpDirectory + "/\(key).layer"
-        let lock = try POSIXFile.create(tempPath + ".lock")
-        try lock.lockExclusively(wait: true)
-        defer {
-            try? FileSystem.remove(lock.path)
-            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(tempPath + suffix) }
-        }
+        let staging = try LayerStaging(layout)
+        defer { staging.cleanUp() }
+        let key = staging.key
+        let tempPath = staging.path
         let metadata = LayerMetadata(
             tenant: reference.tenant, documentIdentifier: reference.document, layerName: reference.layer,
             pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: row.userId.map { String(storedBytes: $0) },
