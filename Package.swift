@@ -18,11 +18,14 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
+        // The few platform calls Swift's Glibc module does not expose (sync_file_range).
+        .target(name: "CPlatform"),
         // The content-addressed, reference-counted store. No networking.
         .target(
             name: "InstantStore",
             dependencies: [
                 "CZstd",
+                "CPlatform",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -47,7 +50,7 @@ let package = Package(
         ),
         .testTarget(
             name: "InstantStoreTests",
-            dependencies: ["InstantStore"]
+            dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import GRDB
 
 @testable import InstantStore
 
@@ -39,6 +40,45 @@ import Testing
         try scratch.store.exportPDF(stored.sha256, to: out)
         #expect(try Data(contentsOf: out) == bytes)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// Bytes cross ``BlobWriter/batchSize`` boundaries by every route: read from a file, and
+    /// streamed in chunks that are copied into a batch, fill it exactly, or bypass it.
+    @Test func batchBoundariesDoNotChangeWhatIsStored() async throws {
+        let scratch = try Scratch()
+        let batch = BlobWriter.batchSize
+        let bytes = samplePDF(seed: 7, size: 3 * batch + 12_345)
+        let fromFile = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "file", from: scratch.file(bytes))
+        #expect(fromFile.sha256 == BlobHash.of(bytes))
+        let cuts = [1, 7_000, batch - 7_001, batch, batch + 1, bytes.count]
+        var chunks: [Data] = []
+        var start = 0
+        for cut in cuts where cut > start {
+            chunks.append(bytes[start..<min(cut + start, bytes.count)])
+            start = min(cut + start, bytes.count)
+        }
+        #expect(chunks.reduce(0) { $0 + $1.count } == bytes.count)
+        let stream = AsyncStream<Data> { continuation in
+            for chunk in chunks { continuation.yield(Data(chunk)) }
+            continuation.finish()
+        }
+        let fromStream = try await scratch.store.ingestPDF(tenant: Scratch.tenant, document: "stream", chunks: stream)
+        #expect(fromStream.sha256 == fromFile.sha256)
+        #expect(fromStream.deduplicated)
+        var read = Data()
+        try scratch.store.readPDF(fromFile.sha256) { read.append(contentsOf: $0) }
+        #expect(read == bytes)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// GRDB's DatabasePool puts its writer in `synchronous = NORMAL`; the catalog must undo
+    /// that, and a deferred-durability ingest must not leave it behind.
+    @Test func catalogWriterSyncsEveryCommitByDefault() throws {
+        let scratch = try Scratch()
+        let pool = scratch.store.catalog.pool
+        #expect(try pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)  // FULL
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 8)))
+        #expect(try pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
     }
 
     @Test func wrongExpectedHashOrSizeLeavesNothingBehind() async throws {

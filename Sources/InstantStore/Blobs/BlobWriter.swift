@@ -5,23 +5,71 @@ import Foundation
 /// exclusive flock for as long as the writer lives, so a sweeper can tell a live writer's
 /// file (locked) from a dead writer's (free).
 ///
-/// Memory stays bounded whatever the input size: zstd's window and one output buffer.
+/// Input is gathered into batches of up to ``batchSize`` bytes; each batch is hashed on one
+/// core while it is compressed and written on another, and the kernel is asked to start
+/// writing the compressed bytes back at once, so the final `fsync` has little left to do.
+/// Memory stays bounded whatever the input size: one batch, zstd's window and one output
+/// buffer.
 final class BlobWriter {
+    /// Bytes gathered before hashing and compression run side by side.
+    static let batchSize = 1 << 20
+    /// Below this a batch is hashed and compressed on the calling thread: handing work to
+    /// another core costs more than it saves.
+    static let parallelThreshold = 64 << 10
+
     private let layout: StoreLayout
     private var file: POSIXFile
     private var hasher = SHA256()
     private var encoder: ZstdEncoder?
     private let expectedSize: Int64?
+    private var batch: UnsafeMutableRawBufferPointer
+    private var batchCount = 0
     private(set) var size: Int64 = 0
 
     init(layout: StoreLayout, expectedSize: Int64?) throws(StoreError) {
         self.layout = layout
         self.expectedSize = expectedSize
+        batch = .allocate(byteCount: Self.batchSize, alignment: 16)
         file = try BlobWriter.lockedTempFile(layout)
         let target = file
+        var written: Int64 = 0
         do {
             encoder = try ZstdEncoder(pledgedSize: expectedSize.map { UInt64($0) }) { (bytes) throws(StoreError) in
                 try target.write(bytes)
+                target.startWriteback(offset: written, count: bytes.count)
+                written += Int64(bytes.count)
+            }
+        } catch {
+            discard()
+            batch.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        if file.descriptor >= 0 { discard() }
+        batch.deallocate()
+    }
+
+    /// Hashes and compresses the next bytes of the PDF.
+    func append(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        guard encoder != nil else { return }
+        do throws(StoreError) {
+            try account(bytes.count)
+            var rest = bytes
+            // Large pieces with nothing gathered go straight through, without a copy.
+            if batchCount == 0, rest.count >= Self.batchSize {
+                try process(rest)
+                return
+            }
+            while !rest.isEmpty {
+                let taken = min(rest.count, Self.batchSize - batchCount)
+                if let source = rest.baseAddress, let target = batch.baseAddress {
+                    (target + batchCount).copyMemory(from: source, byteCount: taken)
+                }
+                batchCount += taken
+                rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+                if batchCount == Self.batchSize { try processBatch() }
             }
         } catch {
             discard()
@@ -29,31 +77,61 @@ final class BlobWriter {
         }
     }
 
-    deinit { if file.descriptor >= 0 { discard() } }
-
-    /// Hashes and compresses the next bytes of the PDF.
-    func append(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        guard let encoder else { return }
-        size += Int64(bytes.count)
-        if let expectedSize, size > expectedSize {
-            throw .sizeMismatch(expected: expectedSize, actual: size)
-        }
-        do {
-            try encoder.compress(bytes)
-            hasher.update(bufferPointer: bytes)
+    /// Hashes and compresses the rest of `source`, read straight into the batch buffer.
+    func append(contentsOf source: POSIXFile) throws(StoreError) {
+        guard encoder != nil else { return }
+        do throws(StoreError) {
+            while true {
+                let count = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: batch[batchCount...]))
+                if count == 0 { return }
+                try account(count)
+                batchCount += count
+                if batchCount == Self.batchSize { try processBatch() }
+            }
         } catch {
             discard()
             throw error
         }
     }
 
-    /// Ends the frame, checks the hash, and fsyncs: the result is ready to commit.
+    /// Counts `count` more input bytes, refusing more than were announced.
+    private func account(_ count: Int) throws(StoreError) {
+        size += Int64(count)
+        if let expectedSize, size > expectedSize {
+            throw .sizeMismatch(expected: expectedSize, actual: size)
+        }
+    }
+
+    /// Hashes and compresses what has been gathered.
+    private func processBatch() throws(StoreError) {
+        guard batchCount > 0 else { return }
+        try process(UnsafeRawBufferPointer(rebasing: batch[0..<batchCount]))
+        batchCount = 0
+    }
+
+    /// Hashes `bytes` on one core while compressing them on another.
+    private func process(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        guard let encoder else { return }
+        if bytes.count < Self.parallelThreshold {
+            hasher.update(bufferPointer: bytes)
+            try encoder.compress(bytes)
+            return
+        }
+        var hasher = self.hasher
+        try Parallel.both(
+            { () throws(StoreError) in try encoder.compress(bytes) },
+            { () throws(StoreError) in hasher.update(bufferPointer: bytes) })
+        self.hasher = hasher
+    }
+
+    /// Ends the frame and checks the hash: the result is ready to be synced and committed.
     /// On any error the temp file is gone.
     func finish(expectedHash: BlobHash?) throws(StoreError) -> StagedBlob {
         do throws(StoreError) {
             if let expectedSize, size != expectedSize {
                 throw StoreError.sizeMismatch(expected: expectedSize, actual: size)
             }
+            try processBatch()
             try encoder?.finish()
             encoder = nil
             let hash = BlobHash(digest: hasher.finalize())
@@ -61,8 +139,6 @@ final class BlobWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             if expectedSize == nil { try recordContentSize() }
-            try Failpoint.check("blob.beforeFsync", path: file.path)
-            try file.sync()
             return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size())
         } catch {
             discard()
@@ -111,8 +187,8 @@ final class BlobWriter {
     }
 }
 
-/// A blob written to `tmp/`, fsynced, hashed and still locked by its writer: what a
-/// catalog transaction renames into `blobs/` and records.
+/// A blob written to `tmp/`, hashed and still locked by its writer: what a catalog
+/// transaction fsyncs, renames into `blobs/` and records.
 struct StagedBlob {
     let file: POSIXFile
     let hash: BlobHash
@@ -120,6 +196,12 @@ struct StagedBlob {
     let storedSize: Int64
 
     var temporaryPath: String { file.path }
+
+    /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
+    func sync() throws(StoreError) {
+        try Failpoint.check("blob.beforeFsync", path: file.path)
+        try file.sync()
+    }
 
     func discard() {
         try? FileSystem.remove(file.path)

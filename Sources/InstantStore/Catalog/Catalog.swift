@@ -19,11 +19,13 @@ final class Catalog: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
         configuration.label = "InstantStore.catalog"
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            // After opening, not in `prepareDatabase`: DatabasePool switches its writer to
+            // WAL with `synchronous = NORMAL`, which syncs only at checkpoints, so a power
+            // cut could undo a commit the store had already acted on (an unlinked file).
+            // FULL syncs the WAL at every commit. Readers never commit, so only the writer.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             let migrator = CatalogMigrations.migrator
             let superseded = try pool.read { db in try migrator.hasBeenSuperseded(db) }
             if superseded {
@@ -37,10 +39,25 @@ final class Catalog: Sendable {
         }
     }
 
+    /// How soon a commit must survive a power cut.
+    enum Durability {
+        /// The WAL is synced before the commit returns (`synchronous = FULL`). For every
+        /// commit that files are unlinked after, and for anything that cannot be fetched again.
+        case synced
+        /// Durable once a later synced commit or a checkpoint syncs the WAL
+        /// (`synchronous = NORMAL`). The WAL is written in order, so such a commit is never
+        /// lost while a later one survives; a power cut may only forget it, which must leave
+        /// nothing worse than an orphan file. For commits that only add cache content a
+        /// client can download again: a PDF ingest.
+        case deferred
+    }
+
     /// Runs `body` in an IMMEDIATE write transaction, committed when it returns.
-    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func write<T>(durability: Durability = .synced, _ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try pool.writeWithoutTransaction { db in
+                if durability == .deferred { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                defer { if durability == .deferred { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
                 var result: T?
                 try db.inTransaction(.immediate) {
                     result = try body(db)
@@ -81,9 +98,8 @@ final class Catalog: Sendable {
 extension Catalog {
     /// The tenant's row id, creating the row when `create` is true.
     func tenantID(_ tenant: TenantURL, create: Bool, in db: Database) throws -> Int64? {
-        if let id = try Int64.fetchOne(db, sql: "SELECT id FROM tenant WHERE url = ?", arguments: [tenant.string]) {
-            return id
-        }
+        let select = try db.cachedStatement(sql: "SELECT id FROM tenant WHERE url = ?")
+        if let id = try Int64.fetchOne(select, arguments: [tenant.string]) { return id }
         guard create else { return nil }
         var record = TenantRecord(id: nil, url: tenant.string, createdAt: Date())
         try record.insert(db)
@@ -92,7 +108,7 @@ extension Catalog {
 
     func document(_ tenantID: Int64, _ identifier: String, in db: Database) throws -> DocumentRecord? {
         try DocumentRecord.fetchOne(
-            db, sql: "SELECT * FROM document WHERE tenantId = ? AND identifier = ?",
+            db.cachedStatement(sql: "SELECT * FROM document WHERE tenantId = ? AND identifier = ?"),
             arguments: [tenantID, identifier.storedBytes])
     }
 
@@ -104,8 +120,9 @@ extension Catalog {
     /// Moves a reference: `old` loses one, `new` gains one, in the caller's transaction.
     func adjustReference(from old: String?, to new: String?, in db: Database) throws {
         if old == new { return }
-        if let old { try db.execute(sql: "UPDATE blob SET refCount = refCount - 1 WHERE sha256 = ?", arguments: [old]) }
-        if let new { try db.execute(sql: "UPDATE blob SET refCount = refCount + 1 WHERE sha256 = ?", arguments: [new]) }
+        let update = try db.cachedStatement(sql: "UPDATE blob SET refCount = refCount + ? WHERE sha256 = ?")
+        if let old { try update.execute(arguments: [-1, old]) }
+        if let new { try update.execute(arguments: [1, new]) }
     }
 
     /// Records that the file at `relativePath` is to be unlinked by a later transaction.

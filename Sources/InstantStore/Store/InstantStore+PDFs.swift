@@ -26,13 +26,7 @@ extension InstantStore {
         try Identifier.validate(document, what: "document identifier")
         let source = try POSIXFile.open(fileURL.path, flags: O_RDONLY)
         let writer = try BlobWriter(layout: layout, expectedSize: try source.size())
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = try source.read(into: buffer)
-            if count == 0 { break }
-            try writer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-        }
+        try writer.append(contentsOf: source)
         return try commit(try writer.finish(expectedHash: expectedHash), tenant: tenant, document: document)
     }
 
@@ -63,49 +57,81 @@ extension InstantStore {
 
     /// Renames the staged blob into `blobs/` and points the document at it, in one catalog
     /// transaction; a blob already stored intact is reused and the staged copy dropped.
+    ///
+    /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
+    /// another core while catalog rows are read or written. The order the invariants need
+    /// still holds: the file's fsync before the rename, the directory's before the commit.
     func commit(_ staged: StagedBlob, tenant: TenantURL, document: String) throws(StoreError) -> StoredPDF {
         defer { staged.discard() }
         let hash = staged.hash
         try Failpoint.check("blob.beforeCommit")
-        let deduplicated = try catalog.write { db -> Bool in
-            var documentRow = try self.documentRow(tenant, document, in: db)
+        // Deferred durability: the blob file and its directory entry are synced before the
+        // commit, so a power cut can only forget this ingest (an orphan, downloaded again),
+        // never leave a reference to a missing file.
+        let (deduplicated, layerKeys) = try catalog.write(durability: .deferred) { db -> (Bool, [String]) in
+            // The temp file's fsync runs while the rows are looked up; the rename below
+            // waits for both.
+            var documentRow: DocumentRecord?
+            var recordedSize: Int64?
+            try Parallel.both(
+                { () throws(any Error) in
+                    documentRow = try self.documentRow(tenant, document, in: db)
+                    recordedSize = try Int64.fetchOne(
+                        db.cachedStatement(sql: "SELECT storedSize FROM blob WHERE sha256 = ?"),
+                        arguments: [hash.hex])
+                },
+                { () throws(any Error) in try staged.sync() })
+            guard let documentRow, let documentID = documentRow.id else {
+                throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
+            }
             let path = self.layout.blobPath(hash)
-            let existing = try BlobRecord.fetchOne(db, key: hash.hex)
-            let intact = try existing.map { try FileSystem.fileSize(path) == $0.storedSize } ?? false
+            let directory = (path as NSString).deletingLastPathComponent
+            let intact = try recordedSize.map { try FileSystem.fileSize(path) == $0 } ?? false
             if !intact {
-                try FileSystem.makeDirectory((path as NSString).deletingLastPathComponent)
+                try FileSystem.makeDirectory(directory)
                 try Failpoint.check("blob.beforeRename")
                 try FileSystem.rename(staged.temporaryPath, path)
                 try Failpoint.check("blob.afterRename")
-                try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
-                try TombstoneRecord.deleteOne(db, key: StoreLayout.blobRelativePath(hash))
-                try BlobRecord(
-                    sha256: hash.hex, size: staged.size, storedSize: staged.storedSize,
-                    refCount: existing?.refCount ?? 0, createdAt: Date(), lastVerifiedAt: nil
-                ).save(db)
+                try Parallel.both(
+                    { () throws(StoreError) in try self.recordBlob(staged, in: db) },
+                    { () throws(StoreError) in try FileSystem.syncDirectory(directory) })
                 try Failpoint.check("blob.afterInsert")
             }
             try self.catalog.adjustReference(from: documentRow.blobSha256, to: hash.hex, in: db)
-            documentRow.blobSha256 = hash.hex
-            documentRow.corrupt = false
-            documentRow.lastUsedAt = Date()
-            try documentRow.update(db)
+            try db.cachedStatement(sql: "UPDATE document SET blobSha256 = ?, corrupt = 0, lastUsedAt = ? WHERE id = ?")
+                .execute(arguments: [hash.hex, Date(), documentID])
+            let layerKeys = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
             try Failpoint.check("blob.beforeCommitTransaction")
-            return intact
+            return (intact, layerKeys)
         }
         try Failpoint.check("blob.afterCommit")
-        try? recordPDFInLayers(tenant: tenant, document: document, hash: hash)
+        try? recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)
     }
 
-    /// Tells the document's layer files which PDF they belong to (for catalog rebuilds).
-    private func recordPDFInLayers(tenant: TenantURL, document: String, hash: BlobHash) throws(StoreError) {
-        let keys = try catalog.read { db -> [String] in
-            guard let tenantID = try catalog.tenantID(tenant, create: false, in: db),
-                let id = try catalog.document(tenantID, document, in: db)?.id
-            else { return [] }
-            return try String.fetchAll(db, sql: "SELECT key FROM layer WHERE documentId = ?", arguments: [id])
+    /// Records a blob just renamed into place, keeping the reference count of a row that
+    /// pointed at a missing or damaged copy, and clearing any tombstone for its path.
+    private func recordBlob(_ staged: StagedBlob, in db: Database) throws(StoreError) {
+        do {
+            try db.cachedStatement(sql: "DELETE FROM tombstone WHERE path = ?")
+                .execute(arguments: [StoreLayout.blobRelativePath(staged.hash)])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO blob (sha256, size, storedSize, refCount, createdAt, lastVerifiedAt)
+                    VALUES (?, ?, ?, 0, ?, NULL)
+                    ON CONFLICT (sha256) DO UPDATE SET
+                        size = excluded.size, storedSize = excluded.storedSize,
+                        createdAt = excluded.createdAt, lastVerifiedAt = NULL
+                    """
+            ).execute(arguments: [staged.hash.hex, staged.size, staged.storedSize, Date()])
+        } catch {
+            throw Catalog.map(error, path: catalog.path)
         }
+    }
+
+    /// Tells the document's layer files which PDF they belong to (for catalog rebuilds).
+    private func recordPDF(_ hash: BlobHash, inLayers keys: [String]) throws(StoreError) {
         for key in keys {
             let layer = try openLayer(key: key)
             defer { layer.close() }

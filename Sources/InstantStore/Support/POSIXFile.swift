@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import CPlatform
 import Foundation
 
 /// An open file descriptor with the handful of calls the store needs: whole writes,
@@ -75,6 +76,13 @@ final class POSIXFile: @unchecked Sendable {
         let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
         guard got >= 0 else { throw .fromErrno("read", path) }
         return Array(bytes.prefix(got))
+    }
+
+    /// Starts writing `count` bytes from `offset` to disk without waiting, so the final
+    /// ``sync()`` has less left to wait for. Only a hint: failures are ignored (the
+    /// `fsync` that follows reports any real I/O error), and it does nothing off Linux.
+    func startWriteback(offset: Int64, count: Int) {
+        _ = instant_start_writeback(descriptor, offset, Int64(count))
     }
 
     func sync() throws(StoreError) {
