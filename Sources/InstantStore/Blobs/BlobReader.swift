@@ -11,13 +11,30 @@ struct BlobReader {
     /// The cheap checks done on open: the file exists, its frame header is well formed and
     /// records `expectedSize`, and, when given, the file is `expectedStoredSize` long.
     func checkHeader(expectedSize: Int64, expectedStoredSize: Int64? = nil) throws(StoreError) {
-        guard let actual = try FileSystem.fileSize(path) else {
-            throw .corruptBlob(sha256: hash.hex, reason: "the file is missing")
+        try checkHeader(of: try openFile(), expectedSize: expectedSize, expectedStoredSize: expectedStoredSize)
+    }
+
+    /// Opens the blob; a missing file is a ``StoreError/corruptBlob(sha256:reason:)``.
+    /// Everything after the open reads the one descriptor, so a concurrent unlink (GC)
+    /// cannot change what is read.
+    private func openFile() throws(StoreError) -> POSIXFile {
+        do {
+            return try POSIXFile.open(path, flags: O_RDONLY)
+        } catch {
+            if !FileSystem.exists(path) { throw .corruptBlob(sha256: hash.hex, reason: Self.missing) }
+            throw error
         }
+    }
+
+    /// The reason given for a blob whose file is not there.
+    static let missing = "the file is missing"
+
+    private func checkHeader(of file: POSIXFile, expectedSize: Int64, expectedStoredSize: Int64?) throws(StoreError) {
+        let actual = try file.size()
         if let expectedStoredSize, actual != expectedStoredSize {
             throw .corruptBlob(sha256: hash.hex, reason: "the file is \(actual) bytes, not \(expectedStoredSize)")
         }
-        let header = try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)
+        let header = try file.read(count: 18, at: 0)
         guard let frame = ZstdFrameHeader(header) else {
             throw .corruptBlob(sha256: hash.hex, reason: "no zstd frame header")
         }
@@ -32,8 +49,8 @@ struct BlobReader {
     func read(
         expectedSize: Int64, verifyHash: Bool, _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Void
     ) throws(StoreError) {
-        try checkHeader(expectedSize: expectedSize)
-        let file = try POSIXFile.open(path, flags: O_RDONLY)
+        let file = try openFile()
+        try checkHeader(of: file, expectedSize: expectedSize, expectedStoredSize: nil)
         var hasher = SHA256()
         var produced: Int64 = 0
         let decoder = try ZstdDecoder(name: hash.hex)

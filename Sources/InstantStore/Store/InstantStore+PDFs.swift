@@ -158,9 +158,26 @@ extension InstantStore {
     public func readPDF(_ hash: BlobHash, _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Void)
         throws(StoreError)
     {
-        let size = try catalog.read { db in try BlobRecord.fetchOne(db, key: hash.hex)?.size }
+        let size = try blobSize(hash)
         guard let size else { throw .noSuchBlob(sha256: hash.hex) }
-        try BlobReader(layout: layout, hash: hash).read(expectedSize: size, verifyHash: true, body)
+        do {
+            try BlobReader(layout: layout, hash: hash).read(expectedSize: size, verifyHash: true, body)
+        } catch {
+            // A collector may have removed the blob between the catalog read and the open:
+            // then it is gone, not corrupt.
+            if case .corruptBlob(_, BlobReader.missing) = error, try blobSize(hash) == nil {
+                throw .noSuchBlob(sha256: hash.hex)
+            }
+            throw error
+        }
+    }
+
+    /// The recorded size of a blob, nil when the catalog has no such blob.
+    func blobSize(_ hash: BlobHash) throws(StoreError) -> Int64? {
+        try catalog.read { db in
+            try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT size FROM blob WHERE sha256 = ?"), arguments: [hash.hex])
+        }
     }
 
     /// Streams a stored PDF's bytes as chunks of up to 1 MiB.

@@ -64,6 +64,8 @@ extension InstantStore {
             } catch {
                 guard case .corruptBlob(_, let reason) = error else { throw error }
                 let missing = !FileSystem.exists(reader.path)
+                // Removed by a collector since the list was read: gone, not missing.
+                if missing, try blobSize(hash) == nil { continue }
                 var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
                 if options.repair {
                     try quarantineBlob(hash)
