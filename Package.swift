@@ -5,11 +5,21 @@ let package = Package(
     name: "instant-linux",
     platforms: [.macOS(.v14)],
     products: [
-        .library(name: "InstantStore", targets: ["InstantStore"])
+        .library(name: "InstantStore", targets: ["InstantStore"]),
+        .library(name: "InstantProtocol", targets: ["InstantProtocol"]),
+        .library(name: "InstantServer", targets: ["InstantServer"]),
+        .executable(name: "instant-server", targets: ["instant-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/vapor/jwt-kit", exact: "5.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
     ],
     targets: [
         // libzstd, found through pkg-config (Debian: libzstd-dev).
@@ -29,6 +39,43 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // The wire types and rules shared by client and server (docs/PROTOCOL.md). Foundation only.
+        .target(name: "InstantProtocol"),
+        // The reference sync server: Document Engine-shaped REST API and the /i/v1 client API.
+        .target(
+            name: "InstantServer",
+            dependencies: [
+                "InstantProtocol",
+                "InstantStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "instant-server",
+            dependencies: [
+                "InstantServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Sync round trips, a 10k-change push, and listener latency against a live server.
+        .executableTarget(
+            name: "server-benchmark",
+            dependencies: [
+                "InstantServer", "InstantProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Benchmarks/ServerBenchmark"
         ),
         // A short tour of the store; the README's main-job command until instantctl exists.
         .executableTarget(
@@ -51,6 +98,19 @@ let package = Package(
         .testTarget(
             name: "InstantStoreTests",
             dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "InstantServerTests",
+            dependencies: [
+                "InstantServer", "InstantProtocol", "InstantStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

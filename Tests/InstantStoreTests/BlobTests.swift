@@ -81,6 +81,41 @@ import GRDB
         #expect(try pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
     }
 
+    /// Chunks are pulled one at a time: whole, a range, the stored frame; a flipped byte
+    /// surfaces as a corrupt blob at the end of the read.
+    @Test func pdfChunksReadWholeRangesAndStoredFrames() async throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 9, size: 700_000)
+        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        func collect(_ chunks: PDFChunks) async throws -> Data {
+            var all = Data()
+            for try await chunk in chunks {
+                #expect(chunk.count <= 256 << 10)
+                all.append(chunk)
+            }
+            return all
+        }
+        #expect(try await collect(scratch.store.pdfChunks(stored.sha256)) == bytes)
+        #expect(
+            try await collect(scratch.store.pdfChunks(stored.sha256, range: 300_000..<300_010))
+                == bytes[300_000..<300_010])
+        #expect(
+            try await collect(scratch.store.pdfChunks(stored.sha256, range: 650_000..<700_000)) == bytes[650_000...])
+        let frame = try await collect(scratch.store.pdfChunks(stored.sha256, storedFrame: true))
+        #expect(frame == (try Data(contentsOf: URL(fileURLWithPath: scratch.store.layout.blobPath(stored.sha256)))))
+        #expect(Int64(frame.count) == stored.storedSize)
+
+        let path = scratch.store.layout.blobPath(stored.sha256)
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        damaged[damaged.count / 2] ^= 0x40
+        try damaged.write(to: URL(fileURLWithPath: path))
+        await #expect(throws: StoreError.self) { _ = try await collect(scratch.store.pdfChunks(stored.sha256)) }
+        try FileManager.default.removeItem(atPath: path)
+        await #expect(throws: StoreError.corruptBlob(sha256: stored.sha256.hex, reason: BlobReader.missing)) {
+            _ = try await collect(scratch.store.pdfChunks(stored.sha256))
+        }
+    }
+
     @Test func wrongExpectedHashOrSizeLeavesNothingBehind() async throws {
         let scratch = try Scratch()
         let bytes = samplePDF(seed: 3)

@@ -180,19 +180,16 @@ extension InstantStore {
         }
     }
 
-    /// Streams a stored PDF's bytes as chunks of up to 1 MiB.
-    public func pdfChunks(_ hash: BlobHash) -> AsyncThrowingStream<Data, any Error> {
-        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(4)) { continuation in
-            let thread = Thread {
-                do {
-                    try self.readPDF(hash) { bytes in _ = continuation.yield(Data(bytes)) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            thread.start()
-        }
+    /// A stored PDF's bytes as chunks read on demand (see ``PDFChunks``): all of them, or
+    /// `range` of them (read from the start of the frame up to the range's end), or, with
+    /// `storedFrame`, the zstd frame as it is on disk.
+    public func pdfChunks(_ hash: BlobHash, range: Range<Int64>? = nil, storedFrame: Bool = false) throws(StoreError)
+        -> PDFChunks
+    {
+        let size = try blobSize(hash)
+        guard let size else { throw .noSuchBlob(sha256: hash.hex) }
+        return PDFChunks(
+            path: layout.blobPath(hash), hash: hash, size: size, range: range ?? 0..<size, storedFrame: storedFrame)
     }
 
     /// Writes a stored PDF to `destination` (replacing it), after checking every byte.

@@ -1,0 +1,99 @@
+import Foundation
+import JWTKit
+
+/// The claims of a client token, with Document Engine's names.
+///
+/// ```json
+/// {"document_id": "contract-7", "layer": "review", "user_id": "ana",
+///  "permissions": ["read-document", "write", "download"], "exp": 1767225600}
+/// ```
+public struct InstantClaims: JWTPayload, Sendable, Equatable {
+    public var documentID: String
+    /// The layer; absent means the default layer "".
+    public var layer: String?
+    public var userID: String?
+    /// Absent means `read-document`, `write` and `download`.
+    public var permissions: [String]?
+    public var expiration: Date
+    public var notBefore: Date?
+    public var issuedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case documentID = "document_id"
+        case layer
+        case userID = "user_id"
+        case permissions
+        case expiration = "exp"
+        case notBefore = "nbf"
+        case issuedAt = "iat"
+    }
+
+    public init(
+        documentID: String, layer: String? = nil, userID: String? = nil, permissions: [String]? = nil,
+        expiration: Date, notBefore: Date? = nil, issuedAt: Date? = Date()
+    ) {
+        self.documentID = documentID
+        self.layer = layer
+        self.userID = userID
+        self.permissions = permissions
+        self.expiration = expiration
+        self.notBefore = notBefore
+        self.issuedAt = issuedAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        documentID = try container.decode(String.self, forKey: .documentID)
+        layer = try container.decodeIfPresent(String.self, forKey: .layer)
+        userID = try container.decodeIfPresent(String.self, forKey: .userID)
+        permissions = try container.decodeIfPresent([String].self, forKey: .permissions)
+        expiration = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .expiration))
+        notBefore = try container.decodeIfPresent(Double.self, forKey: .notBefore).map(
+            Date.init(timeIntervalSince1970:))
+        issuedAt = try container.decodeIfPresent(Double.self, forKey: .issuedAt).map(Date.init(timeIntervalSince1970:))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(documentID, forKey: .documentID)
+        try container.encodeIfPresent(layer, forKey: .layer)
+        try container.encodeIfPresent(userID, forKey: .userID)
+        try container.encodeIfPresent(permissions, forKey: .permissions)
+        try container.encode(Int64(expiration.timeIntervalSince1970), forKey: .expiration)
+        try container.encodeIfPresent(notBefore.map { Int64($0.timeIntervalSince1970) }, forKey: .notBefore)
+        try container.encodeIfPresent(issuedAt.map { Int64($0.timeIntervalSince1970) }, forKey: .issuedAt)
+    }
+
+    /// Time checks are done by ``TokenVerifier`` with a leeway; the signature is all this checks.
+    public func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+/// What a token allows.
+public struct Permissions: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let readDocument = Permissions(rawValue: 1)
+    public static let write = Permissions(rawValue: 2)
+    public static let download = Permissions(rawValue: 4)
+    public static let all: Permissions = [.readDocument, .write, .download]
+
+    /// Parses a `permissions` claim; unknown names are ignored, absent means all three.
+    public init(claim: [String]?) {
+        guard let claim else {
+            self = .all
+            return
+        }
+        var permissions: Permissions = []
+        for name in claim {
+            switch name {
+            case "read-document": permissions.insert(.readDocument)
+            case "write": permissions.insert(.write)
+            case "download": permissions.insert(.download)
+            case "all": permissions.formUnion(.all)
+            default: continue
+            }
+        }
+        self = permissions
+    }
+}

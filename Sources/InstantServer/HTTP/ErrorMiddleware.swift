@@ -1,0 +1,70 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+import InstantProtocol
+import InstantStore
+import Logging
+
+/// Turns every error into a JSON error body with a stable code: ``ProtocolError`` as it is,
+/// Hummingbird's 404 and 413 into `notFound` and `payloadLimitExceeded`, anything else
+/// into `internal` (logged, with no internals in the response).
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch {
+            let failure = Self.protocolError(error)
+            if failure.code == .internal {
+                context.logger.error(
+                    "request failed",
+                    metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
+            } else {
+                context.logger.debug(
+                    "request refused", metadata: ["code": "\(failure.code.rawValue)", "path": "\(request.uri.path)"])
+            }
+            return Self.response(failure)
+        }
+    }
+
+    static func protocolError(_ error: any Error) -> ProtocolError {
+        switch error {
+        case let error as ProtocolError: return error
+        case is NIOTooManyBytesError: return ProtocolError(.payloadLimitExceeded, "the body is too large")
+        case let error as HTTPError where error.status == .notFound:
+            return ProtocolError(.notFound, "no such route")
+        case let error as HTTPError where error.status == .contentTooLarge:
+            return ProtocolError(.payloadLimitExceeded, "the body is too large")
+        case let error as HTTPError where error.status == .methodNotAllowed:
+            return ProtocolError(.notFound, "no such route for this method")
+        case let error as StoreError:
+            switch error {
+            case .hashMismatch, .sizeMismatch: return ProtocolError(.invalidRequest, error.description)
+            default: return ProtocolError(.internal, "storage failed (\(error.code))")
+            }
+        default: return ProtocolError(.internal, "the server failed; see its log")
+        }
+    }
+
+    static func response(_ error: ProtocolError) -> Response {
+        JSONResponse.make(ErrorBody(error), status: .init(code: error.code.status))
+    }
+}
+
+/// JSON responses.
+enum JSONResponse {
+    static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let data =
+            (try? encoder.encode(value)) ?? Data(#"{"error":{"code":"internal","message":"encoding failed"}}"#.utf8)
+        return Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+import InstantProtocol
+import Logging
+
+/// The request context: Hummingbird's core storage, plus the JSON body limit.
+public struct ServerContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var maxUploadSize: Int
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        maxUploadSize = 32 << 20
+    }
+}
+
+extension Request {
+    /// The percent-decoded path parameter `name`: identifiers may hold `/`, `..`, NUL or
+    /// any Unicode, sent percent-encoded.
+    func identifier(_ name: String, context: ServerContext) throws(ProtocolError) -> String {
+        guard let raw = context.parameters.get(name) else {
+            throw ProtocolError(.invalidRequest, "the path has no \(name)")
+        }
+        guard let decoded = Self.percentDecoded(raw) else {
+            throw ProtocolError(.invalidRequest, "the \(name) in the path is not valid percent-encoded UTF-8")
+        }
+        guard decoded.utf8.count <= 1024 else {
+            throw ProtocolError(.invalidRequest, "the \(name) is longer than 1,024 bytes")
+        }
+        return decoded
+    }
+
+    /// Strict percent-decoding: every `%` starts two hex digits, and the bytes are UTF-8.
+    static func percentDecoded(_ text: some StringProtocol) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            switch byte {
+            case .some(let b) where b >= 48 && b <= 57: b - 48
+            case .some(let b) where b >= 65 && b <= 70: b - 55
+            case .some(let b) where b >= 97 && b <= 102: b - 87
+            default: nil
+            }
+        }
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// The body decoded as JSON `T`, at most `limit` bytes; errors say what is wrong.
+    func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw ProtocolError(.payloadLimitExceeded, "the body is larger than \(limit) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
+        } catch let error as DecodingError {
+            throw ProtocolError(.invalidRequest, "the body is not the JSON expected: \(error.plainDescription)")
+        }
+    }
+}
+
+extension DecodingError {
+    /// What went wrong, and where, in a sentence.
+    var plainDescription: String {
+        func path(_ context: Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "the top level" : keys.joined(separator: ".")
+        }
+        switch self {
+        case .keyNotFound(let key, let context): return "\"\(key.stringValue)\" is missing at \(path(context))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "wrong type at \(path(context)): \(context.debugDescription)"
+        case .dataCorrupted(let context): return "\(context.debugDescription) (at \(path(context)))"
+        @unknown default: return "\(self)"
+        }
+    }
+}

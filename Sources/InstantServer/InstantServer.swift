@@ -1,0 +1,65 @@
+import Foundation
+import Hummingbird
+import InstantProtocol
+import InstantStore
+import JWTKit
+import Logging
+
+/// The reference sync server: its storage, token verifier and listeners, and the router
+/// that serves the backend API (`/api`) and the client API (`/i/v1`).
+///
+/// ```swift
+/// let server = try await InstantServer(configuration: configuration)
+/// let app = Application(router: server.router(), configuration: .init(address: .hostname("127.0.0.1", port: 5000)))
+/// try await app.runService()
+/// ```
+public final class InstantServer: Sendable {
+    public let configuration: ServerConfiguration
+    let database: ServerDatabase
+    let pdfs: InstantStore
+    let verifier: TokenVerifier
+    let notifier = RevisionNotifier()
+    let uploads = UploadReservations()
+    /// The tenant under which the server's PDFs sit in its blob store.
+    let pdfTenant: TenantURL
+
+    public init(configuration: ServerConfiguration) async throws {
+        self.configuration = configuration
+        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
+        pdfTenant = try TenantURL("http://instant-server.local")
+        pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"))
+        verifier = TokenVerifier(
+            keys: try await JWTKeys.verifier(
+                pem: configuration.jwtKey.publicKeyPEM, algorithm: configuration.jwtKey.algorithm),
+            algorithm: configuration.jwtKey.algorithm)
+    }
+
+    /// The router with every route, behind the JSON error middleware.
+    public func router() -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        router.add(middleware: ErrorMiddleware())
+        BackendRoutes(server: self).register(on: router.group("api"))
+        ClientRoutes(server: self).register(on: router.group("i/v1"))
+        return router
+    }
+
+    /// Tells listeners that a layer moved on.
+    func changed(_ layer: LayerRef) async {
+        await notifier.notify(layer: layer.id, revision: layer.revision)
+    }
+}
+
+/// Identifiers with an upload in flight, so two uploads of one `document_id` cannot both
+/// point the blob store's document at their PDF.
+actor UploadReservations {
+    private var reserved = Set<String>()
+
+    func reserve(_ identifier: String) throws(ProtocolError) {
+        guard reserved.insert(identifier).inserted else {
+            throw ProtocolError(.alreadyExists, "another upload of this document_id is in progress")
+        }
+    }
+
+    func release(_ identifier: String) { reserved.remove(identifier) }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Wakes listeners when a layer's revision passes the one they have seen.
+///
+/// Every write calls ``notify(layer:revision:)`` after it commits. ``wait(layer:after:timeout:)``
+/// checks the latest revision it was told of before it sleeps, inside the actor, so a
+/// notification that lands between the caller's database read and its wait is not lost.
+actor RevisionNotifier {
+    private struct Waiter {
+        let after: Int64
+        let continuation: CheckedContinuation<Int64?, Never>
+    }
+
+    private var latest: [Int64: Int64] = [:]
+    private var waiters: [Int64: [UUID: Waiter]] = [:]
+
+    /// Records that `layer` reached `revision` and wakes whoever waits for it.
+    func notify(layer: Int64, revision: Int64) {
+        latest[layer] = max(latest[layer] ?? 0, revision)
+        guard var list = waiters[layer] else { return }
+        for (id, waiter) in list where revision > waiter.after {
+            waiter.continuation.resume(returning: revision)
+            list[id] = nil
+        }
+        waiters[layer] = list.isEmpty ? nil : list
+    }
+
+    /// The layer's revision once it passes `after`, or nil after `timeout`.
+    func wait(layer: Int64, after: Int64, timeout: Duration) async -> Int64? {
+        if let known = latest[layer], known > after { return known }
+        let id = UUID()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.expire(layer: layer, id: id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            waiters[layer, default: [:]][id] = Waiter(after: after, continuation: continuation)
+        }
+    }
+
+    private func expire(layer: Int64, id: UUID) {
+        guard let waiter = waiters[layer]?.removeValue(forKey: id) else { return }
+        if waiters[layer]?.isEmpty == true { waiters[layer] = nil }
+        waiter.continuation.resume(returning: nil)
+    }
+
+    /// How many listeners are waiting (for tests and logs).
+    var waiting: Int { waiters.values.reduce(0) { $0 + $1.count } }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+import InstantProtocol
+
+/// Who is writing, and whether they must not overwrite what they have not seen.
+struct WriteAuthority {
+    /// The `user_id` recorded as `createdBy`/`updatedBy`.
+    var userID: String?
+    /// The client's `baseRevision`; nil for the backend API, whose writes always win.
+    var baseRevision: Int64?
+    var canWrite: Bool = true
+}
+
+extension ServerDatabase {
+    /// Applies a client's changes in order, first come first win, and returns the verdicts,
+    /// the new revision and every change since the client's base revision: one transaction.
+    func sync(document: String, layer name: String, request: SyncRequest, identity: ClientIdentity) throws -> (
+        LayerRef, SyncResponse
+    ) {
+        try write { db in
+            let ref = try layer(document: document, name: name, create: true, in: db)
+            let authority = WriteAuthority(
+                userID: identity.userID, baseRevision: request.baseRevision,
+                canWrite: identity.permissions.contains(.write))
+            let (results, revision) = try apply(request.changes, to: ref, authority: authority, in: db)
+            let changes = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT annotationId, revision, deleted, content, createdBy, updatedBy FROM record
+                        WHERE layerId = ? AND revision > ? ORDER BY revision, annotationId
+                        """), arguments: [ref.id, request.baseRevision]
+            ).map { row in
+                let deleted: Bool = row[2]
+                return ServerChange(
+                    id: String(blob: row[0]), revision: row[1], deleted: deleted,
+                    content: deleted ? nil : try JSONValue.parse(Data((row[3] as String).utf8)),
+                    createdBy: row[4], updatedBy: row[5])
+            }
+            return (
+                LayerRef(id: ref.id, revision: revision),
+                SyncResponse(revision: revision, results: results, changes: changes)
+            )
+        }
+    }
+
+    /// Applies backend changes (no conflict check) to a layer; returns the verdicts and the
+    /// layer after them.
+    func applyBackend(
+        _ changes: [ClientChange], document: String, layer name: String, userID: String?
+    ) throws -> (LayerRef, [ChangeResult]) {
+        try write { db in
+            let ref = try layer(document: document, name: name, create: false, in: db)
+            let (results, revision) = try apply(
+                changes, to: ref, authority: WriteAuthority(userID: userID, baseRevision: nil), in: db)
+            return (LayerRef(id: ref.id, revision: revision), results)
+        }
+    }
+
+    /// One record of a layer, or nil.
+    func record(document: String, layer name: String, id: String) throws -> AnnotationRecord? {
+        try read { db in
+            let ref = try layer(document: document, name: name, create: false, in: db)
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT content, createdBy, updatedBy FROM record
+                        WHERE layerId = ? AND annotationId = ? AND deleted = 0
+                        """, arguments: [ref.id, id.blob])
+            else { return nil }
+            return AnnotationRecord(
+                id: id, content: try JSONValue.parse(Data((row[0] as String).utf8)), createdBy: row[1],
+                updatedBy: row[2])
+        }
+    }
+
+    /// The heart of sync: each change is checked against the record as it stands now.
+    ///
+    /// - `create` loses to a live record with that id;
+    /// - `update` and `delete` lose when the record is gone, or (for clients) when someone
+    ///   else changed it after the client's base revision; a record this same batch
+    ///   changed may be changed again.
+    ///
+    /// All accepted changes share one new revision.
+    private func apply(
+        _ changes: [ClientChange], to ref: LayerRef, authority: WriteAuthority, in db: Database
+    ) throws -> ([ChangeResult], Int64) {
+        let next = ref.revision + 1
+        var touched = Set<String>()
+        var results: [ChangeResult] = []
+        results.reserveCapacity(changes.count)
+        let select = try db.cachedStatement(
+            sql: "SELECT revision, deleted, createdBy FROM record WHERE layerId = ? AND annotationId = ?")
+        let upsert = try db.cachedStatement(
+            sql: """
+                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (layerId, annotationId) DO UPDATE SET
+                    content = excluded.content, createdBy = excluded.createdBy,
+                    updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted
+                """)
+        for change in changes {
+            func reject(_ reason: RejectionReason, _ message: String) {
+                results.append(
+                    ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
+            }
+            guard authority.canWrite else {
+                reject(.permissionDenied, "the token does not allow writing")
+                continue
+            }
+            let existing = try Row.fetchOne(select, arguments: [ref.id, change.id.blob])
+            let live = existing.map { !($0[1] as Bool) } ?? false
+            let changedSinceBase: Bool = {
+                guard let base = authority.baseRevision, let existing, !touched.contains(change.id) else {
+                    return false
+                }
+                return (existing[0] as Int64) > base
+            }()
+            var content: String?
+            if change.kind != .delete {
+                guard let value = change.content else {
+                    reject(.invalidAnnotation, "a \(change.kind.rawValue) needs content")
+                    continue
+                }
+                do {
+                    try InstantJSON.validateAnnotation(value)
+                } catch {
+                    reject(.invalidAnnotation, error.message)
+                    continue
+                }
+                content = String(decoding: try value.jsonData(), as: UTF8.self)
+            }
+            var createdBy: String? = existing?[2]
+            switch change.kind {
+            case .create:
+                guard !live else {
+                    reject(.alreadyExists, "an annotation with this id exists")
+                    continue
+                }
+                createdBy = authority.userID
+            case .update, .delete:
+                guard live else {
+                    reject(.notFound, "the annotation does not exist (it may have been deleted)")
+                    continue
+                }
+                guard !changedSinceBase else {
+                    reject(.conflict, "the annotation changed after revision \(authority.baseRevision ?? 0)")
+                    continue
+                }
+            }
+            try upsert.execute(arguments: [
+                ref.id, change.id.blob, content, createdBy, authority.userID, next, change.kind == .delete,
+            ])
+            touched.insert(change.id)
+            results.append(ChangeResult(changeId: change.changeId, accepted: true))
+        }
+        guard !touched.isEmpty else { return (results, ref.revision) }
+        try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])
+        return (results, next)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import GRDB
+import InstantProtocol
+
+/// The server's documents, layers and annotation records: one SQLite database (GRDB
+/// `DatabasePool`, WAL) in the data directory.
+///
+/// Every layer has a revision that only grows: each write that changes records takes
+/// the next one and stamps it on every record it touched, so "every change since revision
+/// N" is the records whose revision is above N (deleted ones included).
+public final class ServerDatabase: Sendable {
+    let pool: DatabasePool
+
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.foreignKeysEnabled = true
+        configuration.label = "InstantServer"
+        pool = try DatabasePool(path: path, configuration: configuration)
+        // Acknowledged changes must survive a power cut: sync every commit (GRDB's pool
+        // leaves its writer at NORMAL).
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("server-v1") { db in
+            try db.create(table: "document") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("identifier", .blob).notNull().unique()
+                t.column("sha256", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("title", .text)
+                t.column("createdAt", .datetime).notNull()
+            }
+            try db.create(table: "layer") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.belongsTo("document", onDelete: .cascade).notNull()
+                t.column("name", .blob).notNull()
+                t.column("revision", .integer).notNull().defaults(to: 0)
+                t.column("createdAt", .datetime).notNull()
+                t.uniqueKey(["documentId", "name"])
+            }
+            try db.create(table: "record") { t in
+                t.belongsTo("layer", onDelete: .cascade).notNull()
+                t.column("annotationId", .blob).notNull()
+                t.column("content", .text)
+                t.column("createdBy", .text)
+                t.column("updatedBy", .text)
+                t.column("revision", .integer).notNull()
+                t.column("deleted", .boolean).notNull().defaults(to: false)
+                t.primaryKey(["layerId", "annotationId"])
+            }
+            try db.create(index: "record_by_revision", on: "record", columns: ["layerId", "revision"])
+        }
+        return migrator
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            guard let result else { throw ProtocolError(.internal, "a transaction returned nothing") }
+            return result
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws -> T { try pool.read(body) }
+}
+
+/// A stored document.
+public struct DocumentInfo: Sendable, Equatable, Codable {
+    public var documentId: String
+    public var sha256: String
+    public var size: Int64
+    public var title: String?
+    public var createdAt: Date
+    public var layers: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case documentId = "document_id"
+        case sha256 = "sourcePdfSha256"
+        case size, title
+        case createdAt = "created_at"
+        case layers
+    }
+}
+
+/// Identifiers are stored as BLOBs of their UTF-8 bytes, so any string (NUL included)
+/// round-trips and none is ever part of a path.
+extension String {
+    var blob: Data { Data(utf8) }
+    init(blob: Data) { self = String(decoding: blob, as: UTF8.self) }
+}

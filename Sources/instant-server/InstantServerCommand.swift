@@ -1,0 +1,21 @@
+import ArgumentParser
+import Foundation
+import InstantServer
+import Logging
+
+@main
+struct InstantServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "instant-server",
+        abstract: "The Instant for Linux reference sync server.",
+        discussion: """
+            Serves the backend REST API under /api and the client API under /i/v1 (see
+            docs/PROTOCOL.md). Configuration comes from the environment: HOST (127.0.0.1),
+            PORT (5000), INSTANT_SERVER_DATA (./instant-server-data), API_AUTH_TOKEN,
+            JWT_PUBLIC_KEY (PEM text or a file path), JWT_ALGORITHM (RS256, RS512, ES256,
+            ES512), MAX_UPLOAD_SIZE_BYTES, MAX_PAYLOAD_SIZE_BYTES, LISTEN_TIMEOUT_MAX_SECONDS,
+            LOG_LEVEL.
+            """,
+        subcommands: [Serve.self, Token.self],
+        defaultSubcommand: Serve.self)
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import InstantServer
+import JWTKit
+import Logging
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the server until SIGINT or SIGTERM.",
+        discussion: """
+            Without --dev, API_AUTH_TOKEN and JWT_PUBLIC_KEY must be set. With --dev, a key
+            pair and an API token are made in the data directory's dev/ folder (and reused),
+            and printed with a ready client token.
+            """)
+
+    @Flag(help: "Generate (or reuse) a development key pair and API token, and print them.")
+    var dev = false
+
+    @Option(help: "The document the printed development token is for.")
+    var devDocument = "example"
+
+    func run() async throws {
+        var logger = Logger(label: "instant-server")
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        var configuration: ServerConfiguration
+        do {
+            configuration = try ServerConfiguration(
+                environment: ProcessInfo.processInfo.environment, requireCredentials: !dev)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        if dev {
+            let setup = try DevelopmentSetup.prepare(base: configuration)
+            configuration = setup.configuration
+            let pem = String(decoding: try Data(contentsOf: URL(fileURLWithPath: setup.privateKeyPath)), as: UTF8.self)
+            let token = try await JWTKeys.token(
+                InstantClaims(documentID: devDocument, expiration: Date().addingTimeInterval(86400)), privateKeyPEM: pem
+            )
+            // Written straight to the descriptor: print's buffer would hold it behind the logs.
+            FileHandle.standardOutput.write(
+                Data(
+                    """
+                    Development mode (do not use in production).
+                      API token:     \(setup.apiAuthToken)
+                      private key:   \(setup.privateKeyPath)   (ES256)
+                      client token for document "\(devDocument)", all permissions, 24 h:
+                        \(token)
+                      more tokens:   instant-server token --document ID --private-key \(setup.privateKeyPath)
+
+                    """.utf8))
+        }
+        let server = try await InstantServer(configuration: configuration)
+        let (ready, host, data) = (logger, configuration.host, configuration.dataDirectory.path)
+        let app = server.application(logger: logger) { port in
+            ready.info("serving", metadata: ["host": "\(host)", "port": "\(port)", "data": "\(data)"])
+        }
+        try await app.runService()
+    }
+}

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import InstantServer
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a client JWT, for development and tests.",
+        discussion: """
+            Signs with the private key (RSA: RS256 unless --algorithm RS512; P-256: ES256;
+            P-521: ES512). Example:
+              instant-server token --document contract-7 --layer review --user ana \\
+                --permissions read-document,write --expires-in 1h --private-key key.pem
+            """)
+
+    @Option(help: "The document_id the token is for.") var document: String
+    @Option(help: "The layer (default: the default layer).") var layer: String?
+    @Option(help: "The user_id recorded on changes.") var user: String?
+    @Option(help: "Comma-separated: read-document, write, download, all (default: all three).")
+    var permissions: String?
+    @Option(help: "Lifetime such as 90s, 30m, 1h, 7d.") var expiresIn = "1h"
+    @Option(help: "PEM file of the private key.") var privateKey: String
+    @Option(help: "RS256, RS512, ES256 or ES512 (default: from the key).") var algorithm: String?
+
+    func validate() throws {
+        guard TokenLifetime.parse(expiresIn) != nil else {
+            throw ValidationError("--expires-in must look like 90s, 30m, 1h or 7d, not \"\(expiresIn)\"")
+        }
+        if let algorithm, JWTAlgorithmName(rawValue: algorithm) == nil {
+            throw ValidationError("--algorithm must be RS256, RS512, ES256 or ES512")
+        }
+    }
+
+    func run() async throws {
+        guard let data = FileManager.default.contents(atPath: privateKey) else {
+            throw ValidationError("cannot read the private key at \(privateKey)")
+        }
+        let claims = InstantClaims(
+            documentID: document, layer: layer, userID: user,
+            permissions: permissions.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
+            expiration: Date().addingTimeInterval(TokenLifetime.parse(expiresIn) ?? 3600))
+        let (keys, _) = try await JWTKeys.signer(
+            privateKeyPEM: String(decoding: data, as: UTF8.self), preferred: algorithm.flatMap(JWTAlgorithmName.init))
+        print(try await keys.sign(claims))
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import InstantProtocol
+import InstantStore
+import Testing
+
+@Suite struct DownloadTests {
+    @Test func uploadThenDownloadWithETagRangeAndZstd() async throws {
+        try await TestServer.with { server in
+            let pdf = samplePDF()
+            let created = try await server.upload("doc/../1", pdf)
+            #expect(created.status == 201)
+            let again = try await server.upload("doc/../1", pdf)
+            #expect(again.status == 409 && again.errorCode == "alreadyExists")
+            let token = try await server.token(document: "doc/../1")
+
+            let full = try await server.client(.GET, "doc/../1", "pdf", token: token)
+            #expect(full.status == 200 && full.body == pdf)
+            let etag = try #require(full.header("ETag"))
+            #expect(etag == "\"\(BlobHash.of(pdf).hex)\"")
+
+            let cached = try await server.client(
+                .GET, "doc/../1", "pdf", token: token, headers: [("If-None-Match", etag)])
+            #expect(cached.status == 304 && cached.body.isEmpty)
+
+            let range = try await server.client(
+                .GET, "doc/../1", "pdf", token: token, headers: [("Range", "bytes=100-199")])
+            #expect(range.status == 206 && range.body == pdf[100..<200])
+            #expect(range.header("Content-Range") == "bytes 100-199/\(pdf.count)")
+            let tail = try await server.client(.GET, "doc/../1", "pdf", token: token, headers: [("Range", "bytes=-10")])
+            #expect(tail.body == pdf.suffix(10))
+            let outside = try await server.client(
+                .GET, "doc/../1", "pdf", token: token, headers: [("Range", "bytes=\(pdf.count)-")])
+            #expect(outside.status == 416 && outside.errorCode == "rangeNotSatisfiable")
+
+            let zstd = try await server.client(
+                .GET, "doc/../1", "pdf", token: token, headers: [("Accept-Encoding", "zstd")])
+            #expect(zstd.status == 200 && zstd.header("Content-Encoding") == "zstd")
+            #expect(zstd.body.prefix(4) == Data([0x28, 0xB5, 0x2F, 0xFD]) && zstd.body.count < pdf.count)
+
+            // The same bytes under another id are stored once.
+            #expect(try await server.upload("copy", pdf).status == 201)
+            let list = try await server.api(.GET, "/documents")
+            #expect(list.status == 200)
+            let documents = try list.json([String: [DocumentSummary]].self)["data"] ?? []
+            #expect(Set(documents.map(\.document_id)) == ["doc/../1", "copy"])
+            #expect(Set(documents.map(\.sourcePdfSha256)).count == 1)
+        }
+    }
+
+    @Test func multipartUploadWithDocumentID() async throws {
+        try await TestServer.with { server in
+            let pdf = samplePDF(5_000)
+            let boundary = "----instant-test"
+            var body = Data()
+            body.append(
+                Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"document_id\"\r\n\r\nmp-1\r\n".utf8))
+            body.append(
+                Data(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.pdf\"\r\nContent-Type: application/pdf\r\n\r\n"
+                        .utf8))
+            body.append(pdf)
+            body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+            let reply = try await server.request(
+                .POST, "/api/documents",
+                headers: [
+                    ("Authorization", "Token token=\"\(TestServer.apiToken)\""),
+                    ("Content-Type", "multipart/form-data; boundary=\(boundary)"),
+                ], body: body)
+            #expect(reply.status == 201)
+            let info = try await server.api(.GET, "/documents/mp-1")
+            #expect(info.status == 200)
+            let document = try #require(try info.json([String: DocumentSummary].self)["data"])
+            #expect(document.size == pdf.count && document.title == "a.pdf" && document.layers == [""])
+        }
+    }
+}
+
+struct DocumentSummary: Decodable {
+    var document_id: String
+    var sourcePdfSha256: String
+    var size: Int
+    var title: String?
+    var layers: [String]?
+}

@@ -1,0 +1,60 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+@Suite struct HostileInputTests {
+    /// A batch of malformed and hostile requests; each gets a clear error, and the server
+    /// still answers correctly afterwards.
+    @Test func malformedAndHostileRequestsAreRefusedAndTheServerCarriesOn() async throws {
+        try await TestServer.with(maxPayloadSize: 64 << 10) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            func sync(_ body: Data) async throws -> TestServer.Reply {
+                try await server.client(.POST, "d", "sync", token: token, body: body)
+            }
+            let huge = Data(repeating: UInt8(ascii: " "), count: 200 << 10)
+            #expect(try await sync(huge).status == 413)
+            #expect(try await sync(huge).errorCode == "payloadLimitExceeded")
+            #expect(try await sync(Data("{not json".utf8)).errorCode == "invalidRequest")
+            #expect(try await sync(Data(#"{"baseRevision":"x","changes":[]}"#.utf8)).status == 400)
+            #expect(try await sync(Data(#"{"changes":[]}"#.utf8)).errorCode == "invalidRequest")
+            let missingBBox =
+                #"{"baseRevision":0,"changes":[{"changeId":1,"kind":"create","id":"a","content":{"v":2,"type":"t","pageIndex":0}}]}"#
+            let verdict = try await sync(Data(missingBBox.utf8)).json(SyncResponse.self)
+            #expect(verdict.results.first?.reason == .invalidAnnotation)
+            #expect(verdict.results.first?.message?.contains("bbox") == true)
+            let longID = String(repeating: "é", count: 600)
+            let tooLong = #"{"baseRevision":0,"changes":[{"changeId":1,"kind":"delete","id":"\#(longID)"}]}"#
+            #expect(try await sync(Data(tooLong.utf8)).errorCode == "invalidRequest")
+
+            // Hostile identifiers: handled as opaque strings.
+            for identifier in ["../../etc/passwd", "a/b", "nul\u{0}byte", String(repeating: "x", count: 1024), ".."] {
+                #expect(try await server.upload(identifier, samplePDF(1_000)).status == 201, "\(identifier.prefix(20))")
+                let reply = try await server.api(.GET, "/documents/\(TestServer.encode(identifier))")
+                #expect(reply.status == 200)
+            }
+            #expect(try await server.upload(String(repeating: "x", count: 1025), samplePDF(1_000)).status == 400)
+            #expect(try await server.request(.GET, "/nowhere").errorCode == "notFound")
+            #expect(try await server.request(.GET, "/i/v1/documents").status == 404)
+            let badEscape = try await server.api(.GET, "/documents/%FF%FE")  // not UTF-8
+            #expect(
+                [400, 404].contains(badEscape.status) && badEscape.errorCode != nil,
+                "\(badEscape.status) \(String(decoding: badEscape.body, as: UTF8.self))")
+            #expect(try await server.api(.POST, "/documents/d/annotations", json: "[]").errorCode == "invalidRequest")
+            #expect(
+                try await server.api(.POST, "/documents/d/annotations", json: #"{"content":{"v":2}}"#).errorCode
+                    == "invalidAnnotation")
+            #expect(try await server.api(.POST, "/documents?document_id=big", body: Data(count: 9 << 20)).status == 413)
+            #expect(try await server.api(.GET, "/documents/big").status == 404)
+
+            // Still serving.
+            let fine = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "ok", content: annotation("ok"))]))
+            #expect(fine.results.first?.accepted == true)
+            #expect(try await server.client(.GET, "d", "pdf", token: token).status == 200)
+        }
+    }
+}

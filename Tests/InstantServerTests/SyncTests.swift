@@ -1,0 +1,140 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+@Suite struct SyncTests {
+    @Test func firstComeFirstWinAndEveryChangeSinceTheBase() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let bob = try await server.token(document: "d", user: "bob")
+            let created = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("one"))]))
+            #expect(created.revision == 1 && created.results == [ChangeResult(changeId: 1, accepted: true)])
+            #expect(created.changes.map(\.id) == ["a"] && created.changes.first?.createdBy == "ana")
+            // Unknown keys are kept.
+            #expect(created.changes.first?.content?["customData"] == .object(["kept": .bool(true)]))
+
+            // Bob updates from revision 1; Ana's later update from revision 1 loses.
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    baseRevision: 1,
+                    changes: [ClientChange(changeId: 7, kind: .update, id: "a", content: annotation("bob"))]))
+            #expect(bobs.results.first?.accepted == true && bobs.revision == 2)
+            let anas = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    baseRevision: 1,
+                    changes: [
+                        ClientChange(changeId: 2, kind: .update, id: "a", content: annotation("ana")),
+                        ClientChange(changeId: 3, kind: .create, id: "a", content: annotation("again")),
+                        ClientChange(changeId: 4, kind: .delete, id: "missing"),
+                        ClientChange(changeId: 5, kind: .create, id: "b", content: .object(["v": .integer(2)])),
+                        ClientChange(changeId: 6, kind: .create, id: "c", content: annotation("c")),
+                        ClientChange(changeId: 8, kind: .update, id: "c", content: annotation("c2")),
+                    ]))
+            #expect(anas.results.map(\.reason) == [.conflict, .alreadyExists, .notFound, .invalidAnnotation, nil, nil])
+            #expect(anas.revision == 3)
+            // Everything after revision 1: Bob's update of a, and c.
+            #expect(anas.changes.map(\.id) == ["a", "c"])
+            #expect(anas.changes.first?.content?["text"] == .string("bob"))
+            #expect(anas.changes.last?.content?["text"] == .string("c2") && anas.changes.last?.updatedBy == "ana")
+
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: bob).json(LayerSnapshot.self)
+            #expect(snapshot.revision == 3 && snapshot.records.map(\.id) == ["a", "c"])
+
+            // A read-only token may sync (to fetch) but its changes are refused.
+            let reader = try await server.token(document: "d", permissions: ["read-document"])
+            let refused = try await server.sync(
+                "d", token: reader,
+                SyncRequest(baseRevision: 3, changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
+            #expect(refused.results.first?.reason == .permissionDenied && refused.revision == 3)
+        }
+    }
+
+    @Test func namedLayersStartAsACopyOfTheDefaultLayer() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(
+                try await server.api(
+                    .POST, "/documents/d/annotations",
+                    json:
+                        #"{"id":"base","content":{"v":2,"type":"pspdfkit/ink","pageIndex":1,"bbox":[0,0,1,1],"lines":[]}}"#
+                ).status == 201)
+            let review = try await server.token(document: "d", layer: "review")
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: review).json(LayerSnapshot.self)
+            #expect(snapshot.records.map(\.id) == ["base"])
+            _ = try await server.sync(
+                "d", token: review,
+                SyncRequest(
+                    baseRevision: snapshot.revision, changes: [ClientChange(changeId: 1, kind: .delete, id: "base")]))
+            let base = try await server.api(.GET, "/documents/d/annotations").json([String: [AnnotationRecord]].self)
+            #expect(base["data"]?.map(\.id) == ["base"])
+            let layers = try await server.api(.GET, "/documents/d/layers").json([String: [String]].self)
+            #expect(layers["data"] == ["", "review"])
+            #expect(
+                try await server.api(.GET, "/documents/d/layers/review/annotations").json(
+                    [String: [AnnotationRecord]].self)["data"]?.isEmpty == true)
+        }
+    }
+
+    @Test func backendAnnotationsExportAndImport() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).status == 201)
+            #expect(
+                try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).errorCode == "alreadyExists")
+            let created = try await server.api(
+                .POST, "/documents/d/layers/l/annotations",
+                json:
+                    #"{"id":"x","user_id":"svc","content":{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,5,5],"zz":[1,2.5,null]}}"#
+            )
+            #expect(created.status == 201)
+            let updated = try await server.api(
+                .PUT, "/documents/d/layers/l/annotations/x",
+                json: #"{"content":{"v":2,"type":"pspdfkit/note","pageIndex":3,"bbox":[0,0,5,5]}}"#)
+            let record = try #require(try updated.json([String: AnnotationRecord].self)["data"])
+            #expect(record.content["pageIndex"] == .integer(3) && record.createdBy == "svc")
+            let exported = try await server.api(.GET, "/documents/d/layers/l/instant_json")
+            let document = try exported.json(JSONValue.self)
+            #expect(document["format"]?.string == InstantJSON.format)
+            guard case .array(let annotations) = document["annotations"] else { Issue.record("no annotations"); return }
+            #expect(annotations.first?["id"]?.string == "x")
+
+            let imported = try await server.api(.POST, "/documents/d/instant_json", body: exported.body)
+            #expect(imported.status == 200)
+            let base = try await server.api(.GET, "/documents/d/annotations/x").json([String: AnnotationRecord].self)
+            #expect(base["data"]?.content["pageIndex"] == .integer(3))
+            let bad = try await server.api(
+                .POST, "/documents/d/instant_json", json: #"{"annotations":[{"v":2,"type":"t","pageIndex":0}]}"#)
+            #expect(bad.status == 400 && bad.errorCode == "invalidAnnotation")
+            #expect(String(decoding: bad.body, as: UTF8.self).contains("bbox"))
+            #expect(try await server.api(.DELETE, "/documents/d/layers/l/annotations/x").status == 204)
+            #expect(try await server.api(.GET, "/documents/d/layers/l/annotations/x").status == 404)
+            #expect(try await server.api(.DELETE, "/documents/d/layers/l").status == 204)
+        }
+    }
+
+    @Test func listenReturnsOnAWriteOrAtTheTimeout() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let idle = try await server.client(.GET, "d", "listen?revision=0&timeout=0.2", token: token)
+            #expect(try idle.json(ListenResponse.self) == ListenResponse(revision: 0, changed: false))
+            async let woken = server.client(.GET, "d", "listen?revision=0&timeout=5", token: token)
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n"))]))
+            #expect(try await woken.json(ListenResponse.self) == ListenResponse(revision: 1, changed: true))
+            let behind = try await server.client(.GET, "d", "listen?revision=0", token: token)
+            #expect(try behind.json(ListenResponse.self).changed)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import InstantProtocol
+import InstantServer
+import JWTKit
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// A real server on an ephemeral loopback port with a fresh data directory, and helpers
+/// that talk real HTTP to it with async-http-client.
+struct TestServer {
+    static let apiToken = "test-api-token"
+    let base: String
+    let privateKeyPEM: String
+    let http: HTTPClient
+
+    /// Starts a server, runs `body` against it, and stops it.
+    static func with<T: Sendable>(
+        maxPayloadSize: Int = 1 << 20, _ body: @Sendable (TestServer) async throws -> T
+    ) async throws -> T {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let pair = JWTKeys.developmentKeyPair()
+        let configuration = ServerConfiguration(
+            port: 0, dataDirectory: data, apiAuthToken: apiToken,
+            jwtKey: try JWTKeyConfiguration(publicKey: pair.publicKey, algorithm: .es256),
+            maxUploadSize: 8 << 20, maxPayloadSize: maxPayloadSize, maximumListenTimeout: 5)
+        let server = try await InstantServer(configuration: configuration)
+        let app = server.application()
+        return try await app.test(.live) { testClient in
+            guard let port = testClient.port else { throw ProtocolError(.internal, "no port") }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            do {
+                let result = try await body(
+                    TestServer(base: "http://127.0.0.1:\(port)", privateKeyPEM: pair.privateKey, http: client))
+                try await client.shutdown()
+                return result
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+        }
+    }
+
+    struct Reply: Sendable {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+        func json<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder.iso.decode(T.self, from: body) }
+        var errorCode: String? { (try? json(ErrorBody.self))?.error.code.rawValue }
+    }
+
+    func request(
+        _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: Data? = nil
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(data: body)) }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 64 << 20)
+        return Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: Data(buffer: bytes))
+    }
+
+    func api(_ method: HTTPMethod, _ path: String, json: String? = nil, body: Data? = nil) async throws -> Reply {
+        try await request(
+            method, "/api" + path, headers: [("Authorization", "Token token=\"\(Self.apiToken)\"")],
+            body: json.map { Data($0.utf8) } ?? body)
+    }
+
+    func token(
+        document: String, layer: String? = nil, user: String? = nil, permissions: [String]? = nil,
+        expiresIn: TimeInterval = 3600
+    ) async throws -> String {
+        try await JWTKeys.token(
+            InstantClaims(
+                documentID: document, layer: layer, userID: user, permissions: permissions,
+                expiration: Date().addingTimeInterval(expiresIn)), privateKeyPEM: privateKeyPEM)
+    }
+
+    func client(
+        _ method: HTTPMethod, _ document: String, _ endpoint: String, token: String, headers: [(String, String)] = [],
+        body: Data? = nil
+    ) async throws -> Reply {
+        try await request(
+            method, "/i/v1/documents/\(Self.encode(document))/\(endpoint)",
+            headers: [("Authorization", "Token token=\"\(token)\"")] + headers, body: body)
+    }
+
+    func sync(_ document: String, token: String, _ sync: SyncRequest) async throws -> SyncResponse {
+        let reply = try await client(.POST, document, "sync", token: token, body: try JSONEncoder().encode(sync))
+        guard reply.status == 200 else {
+            throw ProtocolError(
+                .internal, "sync answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return try reply.json(SyncResponse.self)
+    }
+
+    /// Uploads a PDF as `document`.
+    @discardableResult
+    func upload(_ document: String, _ pdf: Data) async throws -> Reply {
+        try await api(.POST, "/documents?document_id=\(Self.encode(document))", body: pdf)
+    }
+
+    /// Percent-encodes everything but unreserved characters.
+    static func encode(_ identifier: String) -> String {
+        identifier.addingPercentEncoding(
+            withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+            ?? identifier
+    }
+}
+
+extension JSONDecoder {
+    static let iso: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }()
+}
+
+func annotation(_ text: String, page: Int = 0) -> JSONValue {
+    .object([
+        "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(Int64(page)),
+        "bbox": .array([.integer(1), .integer(2), .integer(30), .integer(40)]), "text": .string(text),
+        "customData": .object(["kept": .bool(true)]),
+    ])
+}
+
+func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
+    var data = Data("%PDF-1.7\n".utf8)
+    var state = seed &+ 0x9E37_79B9_7F4A_7C15
+    while data.count < size {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        data.append(contentsOf: "obj \(state % 1000) <</Type /Page>> endobj\n".utf8)
+    }
+    return data.prefix(size)
+}
