@@ -17,7 +17,7 @@ struct BlobReader {
     /// Opens the blob; a missing file is a ``StoreError/corruptBlob(sha256:reason:)``.
     /// Everything after the open reads the one descriptor, so a concurrent unlink (GC)
     /// cannot change what is read.
-    private func openFile() throws(StoreError) -> POSIXFile {
+    func openFile() throws(StoreError) -> POSIXFile {
         do {
             return try POSIXFile.open(path, flags: O_RDONLY)
         } catch {
@@ -69,11 +69,16 @@ struct BlobReader {
             }
         }
         try decoder.finish()
+        try checkEnd(produced: produced, expectedSize: expectedSize, digest: verifyHash ? hasher.finalize() : nil)
+    }
+
+    /// The checks once the frame has ended: the size, and the SHA-256 when `digest` is given.
+    func checkEnd(produced: Int64, expectedSize: Int64, digest: SHA256.Digest?) throws(StoreError) {
         guard produced == expectedSize else {
             throw .corruptBlob(sha256: hash.hex, reason: "it holds \(produced) bytes, not \(expectedSize)")
         }
-        if verifyHash {
-            let actual = BlobHash(digest: hasher.finalize())
+        if let digest {
+            let actual = BlobHash(digest: digest)
             guard actual == hash else {
                 throw .corruptBlob(sha256: hash.hex, reason: "its bytes hash to \(actual.hex)")
             }

@@ -17,8 +17,7 @@ import Foundation
 public struct PDFChunks: AsyncSequence, Sendable {
     public typealias Element = Data
 
-    let path: String
-    let hash: BlobHash
+    let reader: BlobReader
     let size: Int64
     let range: Range<Int64>
     let storedFrame: Bool
@@ -55,7 +54,8 @@ private final class ChunkReader {
     static let chunkSize = 256 << 10
     private let source: PDFChunks
     private let file: POSIXFile
-    private let context: OpaquePointer?
+    /// nil when the stored frame is handed over as it is.
+    private let decoder: ZstdDecoder?
     private var input: UnsafeMutableRawBufferPointer
     private var inputStart = 0
     private var inputEnd = 0
@@ -63,32 +63,24 @@ private final class ChunkReader {
     private var hasher = SHA256()
     /// Decompressed bytes produced so far.
     private var produced: Int64 = 0
-    private var frameDone = false
     private var finished = false
 
     init(_ source: PDFChunks) throws(StoreError) {
         self.source = source
-        do {
-            file = try POSIXFile.open(source.path, flags: O_RDONLY)
-        } catch {
-            throw FileSystem.exists(source.path)
-                ? error : .corruptBlob(sha256: source.hash.hex, reason: BlobReader.missing)
-        }
-        context = source.storedFrame ? nil : ZSTD_createDCtx()
-        if !source.storedFrame && context == nil { throw .compression(reason: "out of memory") }
+        file = try source.reader.openFile()
+        decoder = source.storedFrame ? nil : try ZstdDecoder(name: source.reader.hash.hex)
         input = .allocate(byteCount: Self.chunkSize, alignment: 16)
         output = .allocate(byteCount: Self.chunkSize, alignment: 16)
     }
 
     deinit {
-        if let context { ZSTD_freeDCtx(context) }
         input.deallocate()
         output.deallocate()
     }
 
     func next() throws(StoreError) -> Data? {
         if finished { return nil }
-        if source.storedFrame {
+        guard let decoder else {
             let count = try file.read(into: output)
             if count == 0 {
                 finished = true
@@ -96,56 +88,48 @@ private final class ChunkReader {
             }
             return Data(UnsafeRawBufferPointer(rebasing: output[0..<count]))
         }
-        while true {
-            if inputStart == inputEnd && !frameDone {
-                inputEnd = try file.read(into: input)
-                inputStart = 0
-                if inputEnd == 0 { throw corrupt("the zstd frame is truncated") }
-            }
-            if frameDone {
-                let trailing = inputStart < inputEnd ? inputEnd - inputStart : try file.read(into: input)
-                if trailing > 0 {
-                    throw corrupt("data after the end of the zstd frame")
+        do throws(StoreError) {
+            while true {
+                if inputStart == inputEnd {
+                    inputEnd = try file.read(into: input)
+                    inputStart = 0
+                    if inputEnd == 0 {
+                        // The file has ended: the frame must have, too.
+                        try decoder.finish()
+                        finished = true
+                        try source.reader.checkEnd(
+                            produced: produced, expectedSize: source.size, digest: hasher.finalize())
+                        return nil
+                    }
                 }
-                try finish()
-                return nil
+                var inBuffer = ZSTD_inBuffer(
+                    src: input.baseAddress.map { $0 + inputStart }, size: inputEnd - inputStart, pos: 0)
+                let count = try decoder.step(&inBuffer, into: output)
+                inputStart += inBuffer.pos
+                guard count > 0 else { continue }
+                let bytes = UnsafeRawBufferPointer(rebasing: output[0..<count])
+                let start = produced
+                produced += Int64(count)
+                if produced > source.size {
+                    throw StoreError.corruptBlob(
+                        sha256: source.reader.hash.hex, reason: "it holds more than \(source.size) bytes")
+                }
+                hasher.update(bufferPointer: bytes)
+                // Keep only the part inside the requested range.
+                let lower = max(source.range.lowerBound, start)
+                let upper = min(source.range.upperBound, produced)
+                if lower < upper {
+                    return Data(bytes[Int(lower - start)..<Int(upper - start)])
+                }
+                if start >= source.range.upperBound {
+                    // Past the end of a partial range: stop without reading the rest.
+                    finished = true
+                    return nil
+                }
             }
-            var inBuffer = ZSTD_inBuffer(
-                src: input.baseAddress.map { $0 + inputStart }, size: inputEnd - inputStart, pos: 0)
-            var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
-            let result = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
-            if ZSTD_isError(result) != 0 { throw corrupt("zstd: " + String(cString: ZSTD_getErrorName(result))) }
-            inputStart += inBuffer.pos
-            if result == 0 { frameDone = true }
-            guard outBuffer.pos > 0 else { continue }
-            let bytes = UnsafeRawBufferPointer(rebasing: output[0..<outBuffer.pos])
-            let start = produced
-            produced += Int64(bytes.count)
-            if produced > source.size { throw corrupt("it holds more than \(source.size) bytes") }
-            hasher.update(bufferPointer: bytes)
-            // Keep only the part inside the requested range.
-            let lower = max(source.range.lowerBound, start)
-            let upper = min(source.range.upperBound, produced)
-            if lower < upper {
-                return Data(bytes[Int(lower - start)..<Int(upper - start)])
-            }
-            if start >= source.range.upperBound {
-                // Past the end of a partial range: stop without reading the rest.
-                finished = true
-                return nil
-            }
+        } catch {
+            finished = true
+            throw error
         }
-    }
-
-    private func finish() throws(StoreError) {
-        finished = true
-        guard produced == source.size else { throw corrupt("it holds \(produced) bytes, not \(source.size)") }
-        let actual = BlobHash(digest: hasher.finalize())
-        guard actual == source.hash else { throw corrupt("its bytes hash to \(actual.hex)") }
-    }
-
-    private func corrupt(_ reason: String) -> StoreError {
-        finished = true
-        return .corruptBlob(sha256: source.hash.hex, reason: reason)
     }
 }

@@ -27,19 +27,27 @@ final class ZstdDecoder {
     ) throws(StoreError) {
         var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
         while true {
-            if frameComplete && inBuffer.pos < inBuffer.size {
-                throw .corruptBlob(sha256: name, reason: "data after the end of the zstd frame")
-            }
-            var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
-            let result = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
-            if ZSTD_isError(result) != 0 {
-                throw .corruptBlob(sha256: name, reason: "zstd: " + String(cString: ZSTD_getErrorName(result)))
-            }
-            if outBuffer.pos > 0 { try sink(UnsafeRawBufferPointer(rebasing: output[0..<outBuffer.pos])) }
-            if result == 0 { frameComplete = true }
+            let produced = try step(&inBuffer, into: output)
+            if produced > 0 { try sink(UnsafeRawBufferPointer(rebasing: output[0..<produced])) }
             // Done with this input once it is consumed and zstd has nothing more to flush.
-            if inBuffer.pos == inBuffer.size && outBuffer.pos < outBuffer.size { return }
+            if inBuffer.pos == inBuffer.size && produced < output.count { return }
         }
+    }
+
+    /// One call into zstd: consumes some of `inBuffer`, writes up to `output.count` bytes
+    /// into `output`, and returns how many. Input left over after the frame's end is
+    /// corruption.
+    func step(_ inBuffer: inout ZSTD_inBuffer, into output: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int {
+        if frameComplete && inBuffer.pos < inBuffer.size {
+            throw .corruptBlob(sha256: name, reason: "data after the end of the zstd frame")
+        }
+        var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
+        let result = ZSTD_decompressStream(context, &outBuffer, &inBuffer)
+        if ZSTD_isError(result) != 0 {
+            throw .corruptBlob(sha256: name, reason: "zstd: " + String(cString: ZSTD_getErrorName(result)))
+        }
+        if result == 0 { frameComplete = true }
+        return outBuffer.pos
     }
 
     /// Throws when the input ended before the frame did (a truncated file).

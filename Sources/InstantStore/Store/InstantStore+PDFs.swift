@@ -163,13 +163,17 @@ extension InstantStore {
         do {
             try BlobReader(layout: layout, hash: hash).read(expectedSize: size, verifyHash: true, body)
         } catch {
-            // A collector may have removed the blob between the catalog read and the open:
-            // then it is gone, not corrupt.
-            if case .corruptBlob(_, BlobReader.missing) = error, try blobSize(hash) == nil {
-                throw .noSuchBlob(sha256: hash.hex)
-            }
+            if try wasCollected(hash, failure: error) { throw .noSuchBlob(sha256: hash.hex) }
             throw error
         }
+    }
+
+    /// Whether `failure`, met reading `hash`, is a missing file that a collector removed
+    /// after the caller read the catalog (its row is gone too): then the blob is gone, not
+    /// corrupt.
+    func wasCollected(_ hash: BlobHash, failure: StoreError) throws(StoreError) -> Bool {
+        guard case .corruptBlob(_, BlobReader.missing) = failure else { return false }
+        return try blobSize(hash) == nil
     }
 
     /// The recorded size of a blob, nil when the catalog has no such blob.
@@ -189,7 +193,8 @@ extension InstantStore {
         let size = try blobSize(hash)
         guard let size else { throw .noSuchBlob(sha256: hash.hex) }
         return PDFChunks(
-            path: layout.blobPath(hash), hash: hash, size: size, range: range ?? 0..<size, storedFrame: storedFrame)
+            reader: BlobReader(layout: layout, hash: hash), size: size, range: range ?? 0..<size,
+            storedFrame: storedFrame)
     }
 
     /// Writes a stored PDF to `destination` (replacing it), after checking every byte.

@@ -63,9 +63,8 @@ extension InstantStore {
                 }
             } catch {
                 guard case .corruptBlob(_, let reason) = error else { throw error }
+                if try wasCollected(hash, failure: error) { continue }
                 let missing = !FileSystem.exists(reader.path)
-                // Removed by a collector since the list was read: gone, not missing.
-                if missing, try blobSize(hash) == nil { continue }
                 var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
                 if options.repair {
                     try quarantineBlob(hash)
