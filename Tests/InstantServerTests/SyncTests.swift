@@ -109,6 +109,9 @@ import Testing
             #expect(imported.status == 200)
             let base = try await server.api(.GET, "/documents/d/annotations/x").json([String: AnnotationRecord].self)
             #expect(base["data"]?.content["pageIndex"] == .integer(3))
+            // Importing again replaces the annotation by id.
+            let again = try await server.api(.POST, "/documents/d/instant_json", body: exported.body)
+            #expect(String(decoding: again.body, as: UTF8.self).contains(#""imported":1"#))
             let bad = try await server.api(
                 .POST, "/documents/d/instant_json", json: #"{"annotations":[{"v":2,"type":"t","pageIndex":0}]}"#)
             #expect(bad.status == 400 && bad.errorCode == "invalidAnnotation")

@@ -226,8 +226,6 @@ struct BackendRoutes {
         if let format = body["format"]?.string, format != InstantJSON.format {
             throw ProtocolError(.invalidRequest, "\"format\" must be \(InstantJSON.format)")
         }
-        let existing = Set(
-            try server.database.snapshot(document: document, layer: layer, create: false).1.records.map(\.id))
         var changes: [ClientChange] = []
         for (index, annotation) in annotations.enumerated() {
             do {
@@ -241,10 +239,10 @@ struct BackendRoutes {
             members["id"] = nil
             changes.append(
                 ClientChange(
-                    changeId: Int64(index), kind: existing.contains(id) ? .update : .create, id: id,
-                    content: .object(members)))
+                    changeId: Int64(index), kind: .create, id: id, content: .object(members)))
         }
-        let (ref, results) = try server.database.applyBackend(changes, document: document, layer: layer, userID: nil)
+        let (ref, results) = try server.database.applyBackend(
+            changes, document: document, layer: layer, userID: nil, createReplaces: true)
         await server.changed(ref)
         return JSONResponse.make([
             "data": ["imported": results.filter(\.accepted).count, "revision": Int(ref.revision)]

@@ -9,6 +9,9 @@ struct WriteAuthority {
     /// The client's `baseRevision`; nil for the backend API, whose writes always win.
     var baseRevision: Int64?
     var canWrite: Bool = true
+    /// A `create` of a live record replaces it (an Instant JSON import), decided inside
+    /// the transaction so a concurrent write cannot turn it into a refusal.
+    var createReplaces: Bool = false
 }
 
 extension ServerDatabase {
@@ -45,13 +48,16 @@ extension ServerDatabase {
 
     /// Applies backend changes (no conflict check) to a layer; returns the verdicts and the
     /// layer after them.
+    ///
+    /// With `createReplaces`, a `create` of an annotation that exists replaces it.
     func applyBackend(
-        _ changes: [ClientChange], document: String, layer name: String, userID: String?
+        _ changes: [ClientChange], document: String, layer name: String, userID: String?,
+        createReplaces: Bool = false
     ) throws -> (LayerRef, [ChangeResult]) {
         try write { db in
             let ref = try layer(document: document, name: name, create: false, in: db)
-            let (results, revision) = try apply(
-                changes, to: ref, authority: WriteAuthority(userID: userID, baseRevision: nil), in: db)
+            let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
+            let (results, revision) = try apply(changes, to: ref, authority: authority, in: db)
             return (LayerRef(id: ref.id, revision: revision), results)
         }
     }
@@ -133,11 +139,11 @@ extension ServerDatabase {
             var createdBy: String? = existing?[2]
             switch change.kind {
             case .create:
-                guard !live else {
+                if live && !authority.createReplaces {
                     reject(.alreadyExists, "an annotation with this id exists")
                     continue
                 }
-                createdBy = authority.userID
+                if !live { createdBy = authority.userID }
             case .update, .delete:
                 guard live else {
                     reject(.notFound, "the annotation does not exist (it may have been deleted)")
