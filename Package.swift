@@ -98,6 +98,7 @@ let package = Package(
             dependencies: ["InstantStore"],
             path: "Tests/StoreWorker"
         ),
+        .testTarget(name: "InstantProtocolTests", dependencies: ["InstantProtocol"]),
         .testTarget(
             name: "InstantStoreTests",
             dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -68,10 +68,8 @@ func call(_ method: HTTPMethod, _ path: String, token: String, body: Data? = nil
 }
 
 func sync(_ token: String, _ request: SyncRequest) async throws -> SyncResponse {
-    try JSONDecoder().decode(
-        SyncResponse.self,
-        from: try await call(.POST, "/i/v1/documents/bench/sync", token: token, body: try JSONEncoder().encode(request))
-    )
+    try SyncResponse(
+        jsonData: try await call(.POST, "/i/v1/documents/bench/sync", token: token, body: Data(request.jsonBytes())))
 }
 
 _ = try await call(.POST, "/api/documents?document_id=bench", token: "bench", body: Data("%PDF-1.7 bench".utf8))
@@ -105,8 +103,13 @@ let changes = (0..<batch).map {
     ClientChange(changeId: Int64($0), kind: .create, id: "b\($0)", content: note("\($0)", page: $0 % 50))
 }
 start = now()
-let big = try await sync(token, SyncRequest(baseRevision: revision, changes: changes))
+let bigBody = Data(SyncRequest(baseRevision: revision, changes: changes).jsonBytes())
+let encoded = now()
+let bigReply = try await call(.POST, "/i/v1/documents/bench/sync", token: token, body: bigBody)
+let answered = now()
+let big = try SyncResponse(jsonData: bigReply)
 let bigTime = now() - start
+let bigPhases = (encode: encoded - start, server: answered - encoded, decode: now() - answered)
 precondition(big.results.allSatisfy(\.accepted) && big.changes.count == batch)
 revision = big.revision
 
@@ -139,6 +142,12 @@ print(
         format: "sync round trips, 1 change      %7.0f /s    bare HTTP round trips %7.0f /s   ratio %.2f", syncRate,
         bareRate, syncRate / bareRate))
 print(String(format: "push + acknowledge %5d changes %7.0f ms    target ≤ 1000 ms", batch, bigTime * 1000))
+print(
+    String(
+        format:
+            "  client encode %.0f ms, request → response %.0f ms, client decode %.0f ms   (%.1f MB up, %.1f MB down)",
+        bigPhases.encode * 1000, bigPhases.server * 1000, bigPhases.decode * 1000, Double(bigBody.count) / 1e6,
+        Double(bigReply.count) / 1e6))
 print(
     String(
         format: "write → listener return, p50     %7.1f ms    p95 %.1f ms   target p50 ≤ 50 ms",

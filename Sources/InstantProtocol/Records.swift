@@ -1,5 +1,5 @@
 /// An annotation as the server holds it.
-public struct AnnotationRecord: Sendable, Equatable, Codable {
+public struct AnnotationRecord: Sendable, Equatable, JSONRepresentable {
     /// The annotation's identifier (any string).
     public var id: String
     /// Its Instant JSON, every key kept.
@@ -19,7 +19,7 @@ public struct AnnotationRecord: Sendable, Equatable, Codable {
 
 /// `GET /i/v1/documents/{id}/layers/{layer}/snapshot`: every record and the revision they
 /// belong to.
-public struct LayerSnapshot: Sendable, Equatable, Codable {
+public struct LayerSnapshot: Sendable, Equatable, JSONRepresentable {
     public var revision: Int64
     public var records: [AnnotationRecord]
 
@@ -31,7 +31,7 @@ public struct LayerSnapshot: Sendable, Equatable, Codable {
 
 /// `GET …/listen?revision=N&timeout=S`: returns when the layer passes revision `N`, or
 /// after `S` seconds with `changed = false`.
-public struct ListenResponse: Sendable, Equatable, Codable {
+public struct ListenResponse: Sendable, Equatable, JSONRepresentable {
     public var revision: Int64
     public var changed: Bool
 
@@ -39,4 +39,48 @@ public struct ListenResponse: Sendable, Equatable, Codable {
         self.revision = revision
         self.changed = changed
     }
+}
+
+// MARK: JSON
+
+extension AnnotationRecord {
+    public init(json: JSONValue) throws(ProtocolError) { try self.init(json: json, path: "") }
+
+    init(json: JSONValue, path: String) throws(ProtocolError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            id: try fields.required("id", .string), content: try fields.required("content", .any),
+            createdBy: try fields.optional("createdBy", .string), updatedBy: try fields.optional("updatedBy", .string))
+    }
+
+    public var json: JSONValue {
+        .object(omittingNil: [
+            "id": .string(id), "content": content, "createdBy": createdBy.map { .string($0) },
+            "updatedBy": updatedBy.map { .string($0) },
+        ])
+    }
+}
+
+extension LayerSnapshot {
+    public init(json: JSONValue) throws(ProtocolError) {
+        let fields = try JSONFields(json)
+        self.init(
+            revision: try fields.required("revision", .integer),
+            records: try fields.array("records") { value, path throws(ProtocolError) in
+                try AnnotationRecord(json: value, path: path)
+            })
+    }
+
+    public var json: JSONValue {
+        .object(["revision": .integer(revision), "records": .array(records.map(\.json))])
+    }
+}
+
+extension ListenResponse {
+    public init(json: JSONValue) throws(ProtocolError) {
+        let fields = try JSONFields(json)
+        self.init(revision: try fields.required("revision", .integer), changed: try fields.required("changed", .bool))
+    }
+
+    public var json: JSONValue { .object(["revision": .integer(revision), "changed": .bool(changed)]) }
 }

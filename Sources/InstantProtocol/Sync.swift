@@ -1,10 +1,10 @@
 /// What a pending local change does to a record.
-public enum ChangeKind: String, Sendable, Codable {
+public enum ChangeKind: String, Sendable, Codable, CaseIterable {
     case create, update, delete
 }
 
 /// One local change a client sends up, in the order it was made.
-public struct ClientChange: Sendable, Equatable, Codable {
+public struct ClientChange: Sendable, Equatable, JSONRepresentable {
     /// The client's own number for the change, echoed in its ``ChangeResult``.
     public var changeId: Int64
     public var kind: ChangeKind
@@ -22,7 +22,7 @@ public struct ClientChange: Sendable, Equatable, Codable {
 }
 
 /// `POST /i/v1/documents/{id}/layers/{layer}/sync`.
-public struct SyncRequest: Sendable, Equatable, Codable {
+public struct SyncRequest: Sendable, Equatable, JSONRepresentable {
     /// The last revision the client has seen (0 for none).
     public var baseRevision: Int64
     public var changes: [ClientChange]
@@ -34,7 +34,7 @@ public struct SyncRequest: Sendable, Equatable, Codable {
 }
 
 /// Why a change lost.
-public enum RejectionReason: String, Sendable, Codable {
+public enum RejectionReason: String, Sendable, Codable, CaseIterable {
     /// `create` of an annotation that exists.
     case alreadyExists
     /// `update` or `delete` of an annotation that does not exist (or was deleted).
@@ -48,7 +48,7 @@ public enum RejectionReason: String, Sendable, Codable {
 }
 
 /// The server's verdict on one ``ClientChange``.
-public struct ChangeResult: Sendable, Equatable, Codable {
+public struct ChangeResult: Sendable, Equatable, JSONRepresentable {
     public var changeId: Int64
     public var accepted: Bool
     public var reason: RejectionReason?
@@ -64,7 +64,7 @@ public struct ChangeResult: Sendable, Equatable, Codable {
 }
 
 /// A change the server has made since a revision: the record's state now.
-public struct ServerChange: Sendable, Equatable, Codable {
+public struct ServerChange: Sendable, Equatable, JSONRepresentable {
     public var id: String
     /// The revision that last changed the record.
     public var revision: Int64
@@ -88,7 +88,7 @@ public struct ServerChange: Sendable, Equatable, Codable {
 }
 
 /// The answer to a ``SyncRequest``.
-public struct SyncResponse: Sendable, Equatable, Codable {
+public struct SyncResponse: Sendable, Equatable, JSONRepresentable {
     /// The layer's revision after this sync.
     public var revision: Int64
     /// One result per change sent, in order.
@@ -101,5 +101,99 @@ public struct SyncResponse: Sendable, Equatable, Codable {
         self.revision = revision
         self.results = results
         self.changes = changes
+    }
+}
+
+// MARK: JSON
+
+extension ClientChange {
+    public init(json: JSONValue) throws(ProtocolError) { try self.init(json: json, path: "") }
+
+    init(json: JSONValue, path: String) throws(ProtocolError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            changeId: try fields.required("changeId", .integer),
+            kind: try fields.required("kind", .oneOf(ChangeKind.self)),
+            id: try fields.required("id", .string), content: fields.value("content"))
+    }
+
+    public var json: JSONValue {
+        .object(omittingNil: [
+            "changeId": .integer(changeId), "kind": .string(kind.rawValue), "id": .string(id), "content": content,
+        ])
+    }
+}
+
+extension SyncRequest {
+    public init(json: JSONValue) throws(ProtocolError) {
+        let fields = try JSONFields(json)
+        self.init(
+            baseRevision: try fields.required("baseRevision", .integer),
+            changes: try fields.array("changes") { value, path throws(ProtocolError) in
+                try ClientChange(json: value, path: path)
+            })
+    }
+
+    public var json: JSONValue {
+        .object(["baseRevision": .integer(baseRevision), "changes": .array(changes.map(\.json))])
+    }
+}
+
+extension ChangeResult {
+    public init(json: JSONValue) throws(ProtocolError) { try self.init(json: json, path: "") }
+
+    init(json: JSONValue, path: String) throws(ProtocolError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            changeId: try fields.required("changeId", .integer), accepted: try fields.required("accepted", .bool),
+            reason: try fields.optional("reason", .oneOf(RejectionReason.self)),
+            message: try fields.optional("message", .string))
+    }
+
+    public var json: JSONValue {
+        .object(omittingNil: [
+            "changeId": .integer(changeId), "accepted": .bool(accepted), "reason": reason.map { .string($0.rawValue) },
+            "message": message.map { .string($0) },
+        ])
+    }
+}
+
+extension ServerChange {
+    public init(json: JSONValue) throws(ProtocolError) { try self.init(json: json, path: "") }
+
+    init(json: JSONValue, path: String) throws(ProtocolError) {
+        let fields = try JSONFields(json, path: path)
+        self.init(
+            id: try fields.required("id", .string), revision: try fields.required("revision", .integer),
+            deleted: try fields.required("deleted", .bool), content: fields.value("content"),
+            createdBy: try fields.optional("createdBy", .string), updatedBy: try fields.optional("updatedBy", .string))
+    }
+
+    public var json: JSONValue {
+        .object(omittingNil: [
+            "id": .string(id), "revision": .integer(revision), "deleted": .bool(deleted), "content": content,
+            "createdBy": createdBy.map { .string($0) }, "updatedBy": updatedBy.map { .string($0) },
+        ])
+    }
+}
+
+extension SyncResponse {
+    public init(json: JSONValue) throws(ProtocolError) {
+        let fields = try JSONFields(json)
+        self.init(
+            revision: try fields.required("revision", .integer),
+            results: try fields.array("results") { value, path throws(ProtocolError) in
+                try ChangeResult(json: value, path: path)
+            },
+            changes: try fields.array("changes") { value, path throws(ProtocolError) in
+                try ServerChange(json: value, path: path)
+            })
+    }
+
+    public var json: JSONValue {
+        .object([
+            "revision": .integer(revision), "results": .array(results.map(\.json)),
+            "changes": .array(changes.map(\.json)),
+        ])
     }
 }

@@ -18,6 +18,12 @@ import Testing
             #expect(try await sync(Data("{not json".utf8)).errorCode == "invalidRequest")
             #expect(try await sync(Data(#"{"baseRevision":"x","changes":[]}"#.utf8)).status == 400)
             #expect(try await sync(Data(#"{"changes":[]}"#.utf8)).errorCode == "invalidRequest")
+            let deep = String(repeating: "[", count: 30_000)  // would overflow a naive recursive parser
+            let tooDeep = try await sync(Data(#"{"baseRevision":0,"changes":[{"content":\#(deep)"#.utf8))
+            #expect(tooDeep.errorCode == "invalidRequest")
+            #expect(String(decoding: tooDeep.body, as: UTF8.self).contains("deeper than 512"))
+            let twice = try await sync(Data(#"{"baseRevision":0,"baseRevision":9,"changes":[]}"#.utf8))
+            #expect(String(decoding: twice.body, as: UTF8.self).contains("appears twice"))
             let missingBBox =
                 #"{"baseRevision":0,"changes":[{"changeId":1,"kind":"create","id":"a","content":{"v":2,"type":"t","pageIndex":0}}]}"#
             let verdict = try await sync(Data(missingBBox.utf8)).json(SyncResponse.self)

@@ -55,18 +55,27 @@ extension Request {
         return String(validating: bytes, as: UTF8.self)
     }
 
+    /// The body read as the wire type `T`, at most `limit` bytes; errors say what is wrong
+    /// and where (`"changes[2].kind" must be one of create, update, delete`).
+    func decodeJSON<T: JSONRepresentable>(_ type: T.Type, limit: Int) async throws -> T {
+        try T(jsonData: try await collectBody(limit: limit).readableBytesView)
+    }
+
     /// The body decoded as JSON `T`, at most `limit` bytes; errors say what is wrong.
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw ProtocolError(.payloadLimitExceeded, "the body is larger than \(limit) bytes")
-        }
+        let buffer = try await collectBody(limit: limit)
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
             throw ProtocolError(.invalidRequest, "the body is not the JSON expected: \(error.plainDescription)")
+        }
+    }
+
+    private func collectBody(limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw ProtocolError(.payloadLimitExceeded, "the body is larger than \(limit) bytes")
         }
     }
 }

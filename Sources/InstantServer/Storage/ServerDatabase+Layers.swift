@@ -152,7 +152,7 @@ extension ServerDatabase {
                     """), arguments: [ref.id]
         ).map { row in
             AnnotationRecord(
-                id: String(blob: row[0]), content: try JSONValue.parse(Data((row[1] as String).utf8)),
+                id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),
                 createdBy: row[2], updatedBy: row[3])
         }
         return (ref, LayerSnapshot(revision: ref.revision, records: records))

@@ -36,7 +36,7 @@ extension ServerDatabase {
                 let deleted: Bool = row[2]
                 return ServerChange(
                     id: String(blob: row[0]), revision: row[1], deleted: deleted,
-                    content: deleted ? nil : try JSONValue.parse(Data((row[3] as String).utf8)),
+                    content: deleted ? nil : try JSONValue.parse((row[3] as String).utf8),
                     createdBy: row[4], updatedBy: row[5])
             }
             return (
@@ -75,7 +75,7 @@ extension ServerDatabase {
                         """, arguments: [ref.id, id.blob])
             else { return nil }
             return AnnotationRecord(
-                id: id, content: try JSONValue.parse(Data((row[0] as String).utf8)), createdBy: row[1],
+                id: id, content: try JSONValue.parse((row[0] as String).utf8), createdBy: row[1],
                 updatedBy: row[2])
         }
     }
@@ -134,7 +134,7 @@ extension ServerDatabase {
                     reject(.invalidAnnotation, error.message)
                     continue
                 }
-                content = String(decoding: try value.jsonData(), as: UTF8.self)
+                content = String(decoding: value.jsonBytes(), as: UTF8.self)
             }
             var createdBy: String? = existing?[2]
             switch change.kind {

@@ -69,15 +69,26 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 
-    /// Canonical JSON text (sorted keys): what the server stores.
-    public func jsonData() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+    /// Canonical JSON text (sorted keys, no whitespace): what the server stores. See
+    /// ``JSONWriter``.
+    public func jsonData() -> Data {
+        Data(jsonBytes())
     }
 
-    /// Parses JSON text.
-    public static func parse(_ data: Data) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: data)
+    /// Parses one JSON document from UTF-8 bytes, strictly (see ``JSONReader``); the error
+    /// (`invalidRequest`) says what is wrong and at which byte.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> JSONValue {
+        let parsed = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(ProtocolError) in try JSONReader.parse(buffer) }
+        }
+        if let parsed { return try parsed.get() }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws(ProtocolError) in
+            try JSONReader.parse(buffer)
+        }
     }
+}
+
+extension JSONValue: JSONRepresentable {
+    public init(json: JSONValue) { self = json }
+    public var json: JSONValue { self }
 }

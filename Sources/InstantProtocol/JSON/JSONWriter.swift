@@ -1,0 +1,80 @@
+/// Writes a ``JSONValue`` as canonical JSON text: object keys sorted, no whitespace, `/`
+/// unescaped, non-ASCII text as UTF-8, integers as integers and doubles in Swift's
+/// shortest form that reads back to the same value.
+///
+/// The same value always gives the same bytes, which is what the server stores and what
+/// lets two records be compared as text.
+///
+/// ```swift
+/// var writer = JSONWriter()
+/// writer.write(.object(["b": .integer(1), "a": .string("x/y")]))
+/// String(decoding: writer.bytes, as: UTF8.self)  // {"a":"x/y","b":1}
+/// ```
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    /// Appends `value`. Doubles that are not finite have no JSON form and are written as
+    /// `null` (no parser produces them).
+    mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: append("null")
+        case .bool(let flag): append(flag ? "true" : "false")
+        case .integer(let number): bytes.append(contentsOf: String(number).utf8)
+        case .double(let number):
+            if number.isFinite { bytes.append(contentsOf: number.description.utf8) } else { append("null") }
+        case .string(let text): write(text)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (position, key) in members.keys.sorted().enumerated() {
+                if position > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(key)
+                bytes.append(UInt8(ascii: ":"))
+                if let member = members[key] { write(member) }
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends `text` as a JSON string: `"` and `\` escaped, control characters as `\n`,
+    /// `\t`… or `\u00XX`, everything else as it is.
+    mutating func write(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var clean = 0
+            for (position, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean..<position]))
+                clean = position + 1
+                switch byte {
+                case 0x22: append(#"\""#)
+                case 0x5C: append(#"\\"#)
+                case 0x0A: append(#"\n"#)
+                case 0x0D: append(#"\r"#)
+                case 0x09: append(#"\t"#)
+                case 0x08: append(#"\b"#)
+                case 0x0C: append(#"\f"#)
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    append(#"\u00"#)
+                    bytes.append(hex[Int(byte >> 4)])
+                    bytes.append(hex[Int(byte & 0xF)])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func append(_ literal: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+}
