@@ -111,6 +111,17 @@ let big = try SyncResponse(jsonData: bigReply)
 let bigTime = now() - start
 let bigPhases = (encode: encoded - start, server: answered - encoded, decode: now() - answered)
 precondition(big.results.allSatisfy(\.accepted) && big.changes.count == batch)
+// Baseline for the codec: Foundation's JSONEncoder/JSONDecoder on the same request and
+// response, both ways as the two sides would use them (encode, then decode).
+start = now()
+let foundationBody = try JSONEncoder().encode(SyncRequest(baseRevision: revision, changes: changes))
+_ = try JSONDecoder().decode(SyncRequest.self, from: foundationBody)
+_ = try JSONDecoder().decode(SyncResponse.self, from: try JSONEncoder().encode(big))
+let foundationCodec = now() - start
+start = now()
+_ = try SyncRequest(jsonData: SyncRequest(baseRevision: revision, changes: changes).jsonBytes())
+_ = try SyncResponse(jsonData: big.jsonBytes())
+let ourCodec = now() - start
 revision = big.revision
 
 // 3. Listener latency.
@@ -148,6 +159,11 @@ print(
             "  client encode %.0f ms, request → response %.0f ms, client decode %.0f ms   (%.1f MB up, %.1f MB down)",
         bigPhases.encode * 1000, bigPhases.server * 1000, bigPhases.decode * 1000, Double(bigBody.count) / 1e6,
         Double(bigReply.count) / 1e6))
+print(
+    String(
+        format:
+            "  JSON codec, request + response both ways %5.0f ms    Foundation JSONEncoder/Decoder %5.0f ms   ratio %.1f×",
+        ourCodec * 1000, foundationCodec * 1000, foundationCodec / ourCodec))
 print(
     String(
         format: "write → listener return, p50     %7.1f ms    p95 %.1f ms   target p50 ≤ 50 ms",
