@@ -55,6 +55,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -98,15 +99,16 @@ let package = Package(
             dependencies: ["InstantStore"],
             path: "Tests/StoreWorker"
         ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InstantProtocolTests", dependencies: ["InstantProtocol"]),
         .testTarget(
             name: "InstantStoreTests",
-            dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["InstantStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "InstantServerTests",
             dependencies: [
-                "InstantServer", "InstantProtocol", "InstantStore",
+                "InstantServer", "InstantProtocol", "InstantStore", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -138,6 +138,9 @@ import Testing
             #expect(try await woken.json(ListenResponse.self) == ListenResponse(revision: 1, changed: true))
             let behind = try await server.client(.GET, "d", "listen?revision=0", token: token)
             #expect(try behind.json(ListenResponse.self).changed)
+            // A client ahead of the server (its data was reset) learns the real revision.
+            let ahead = try await server.client(.GET, "d", "listen?revision=9&timeout=0.1", token: token)
+            #expect(try ahead.json(ListenResponse.self) == ListenResponse(revision: 1, changed: false))
         }
     }
 }

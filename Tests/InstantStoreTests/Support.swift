@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import InstantStore
@@ -72,16 +73,5 @@ func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (
     )
 }
 
-/// `instant-store-worker`, next to the test bundle in the build directory.
-let workerURL: URL = {
-    let candidates = [
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-        Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent(),
-    ]
-    for directory in candidates {
-        let url = directory.appendingPathComponent("instant-store-worker")
-        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-    }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/instant-store-worker")
-}()
+/// `instant-store-worker`, built with the tests.
+let workerURL = Executables.url("instant-store-worker")

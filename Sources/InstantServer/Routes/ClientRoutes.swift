@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import InstantProtocol
 import InstantStore
+import ServiceLifecycle
 
 /// The client API under `/i/v1`, authenticated with a JWT for one document (and one layer:
 /// the token's `layer`, default ""). Every request may carry `Instant-Protocol-Version`.
@@ -45,7 +46,8 @@ struct ClientRoutes {
     }
 
     /// `GET …/listen?revision=N&timeout=S`: returns once the layer passes revision N, or after
-    /// S seconds (default 30, at most the server's maximum) with `changed: false`.
+    /// S seconds (default 30, at most the server's maximum) with `changed: false` and the
+    /// layer's revision. A graceful shutdown ends waiting listeners at once, the same way.
     @Sendable func listen(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "listening")
@@ -62,8 +64,15 @@ struct ClientRoutes {
         if layer.revision > after {
             return JSONResponse.make(ListenResponse(revision: layer.revision, changed: true))
         }
-        let revision = await server.notifier.wait(layer: layer.id, after: after, timeout: .seconds(timeout))
-        return JSONResponse.make(ListenResponse(revision: revision ?? after, changed: revision != nil))
+        let notifier = server.notifier
+        let woken = await withGracefulShutdownHandler {
+            await notifier.wait(layer: layer.id, after: after, timeout: .seconds(timeout))
+        } onGracefulShutdown: {
+            Task { await notifier.close() }
+        }
+        if let woken { return JSONResponse.make(ListenResponse(revision: woken, changed: true)) }
+        let now = try server.database.layerRef(document: identity.documentID, layer: identity.layer).revision
+        return JSONResponse.make(ListenResponse(revision: now, changed: now > after))
     }
 }
 

@@ -13,6 +13,7 @@ actor RevisionNotifier {
 
     private var latest: [Int64: Int64] = [:]
     private var waiters: [Int64: [UUID: Waiter]] = [:]
+    private var closed = false
 
     /// Records that `layer` reached `revision` and wakes whoever waits for it.
     func notify(layer: Int64, revision: Int64) {
@@ -25,9 +26,11 @@ actor RevisionNotifier {
         waiters[layer] = list.isEmpty ? nil : list
     }
 
-    /// The layer's revision once it passes `after`, or nil after `timeout`.
+    /// The layer's revision once it passes `after`, or nil after `timeout` (or at once when
+    /// the server is shutting down).
     func wait(layer: Int64, after: Int64, timeout: Duration) async -> Int64? {
         if let known = latest[layer], known > after { return known }
+        if closed { return nil }
         let id = UUID()
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
@@ -43,6 +46,15 @@ actor RevisionNotifier {
         guard let waiter = waiters[layer]?.removeValue(forKey: id) else { return }
         if waiters[layer]?.isEmpty == true { waiters[layer] = nil }
         waiter.continuation.resume(returning: nil)
+    }
+
+    /// Ends every wait now and every later one at once: the server is shutting down, and a
+    /// long poll must not hold the shutdown for its whole timeout.
+    func close() {
+        closed = true
+        let all = waiters.values.flatMap(\.values)
+        waiters = [:]
+        for waiter in all { waiter.continuation.resume(returning: nil) }
     }
 
     /// How many listeners are waiting (for tests and logs).
