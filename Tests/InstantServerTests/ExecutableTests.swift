@@ -48,6 +48,30 @@ import Testing
             try await call(http, .POST, "\(base)/api/documents?document_id=example", apiToken, Data("%PDF-1.7".utf8))
                 == 201)
 
+        // `token` mints a read-only token for the same key: it may read, and its writes lose.
+        let minting = try ChildProcess(
+            Executables.url("instant-server"),
+            [
+                "token", "--document", "example", "--user", "alice", "--permissions", "read-document",
+                "--expires-in", "10m", "--private-key", data.appendingPathComponent("dev/private-key.pem").path,
+            ], environment: environment())
+        #expect(try await minting.exit().status == 0)
+        let readOnly = minting.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        let write = SyncRequest(
+            baseRevision: 0,
+            changes: [
+                ClientChange(
+                    changeId: 1, kind: .create, id: "a",
+                    content: .object([
+                        "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(0),
+                        "bbox": .array([.integer(0), .integer(0), .integer(1), .integer(1)]),
+                    ]))
+            ])
+        let (written, reply) = try await client(
+            http, .POST, "\(base)/i/v1/documents/example/sync", readOnly, Data(write.jsonBytes()))
+        #expect(written == 200)
+        #expect(try SyncResponse(jsonData: reply).results.first?.reason == .permissionDenied)
+
         // A listener parked for 30 s must not hold the shutdown.
         let listening = Task {
             let start = ContinuousClock.now
@@ -88,12 +112,17 @@ import Testing
     private func call(_ http: HTTPClient, _ method: HTTPMethod, _ url: String, _ apiToken: String, _ body: Data? = nil)
         async throws -> UInt
     {
+        try await client(http, method, url, apiToken, body).status
+    }
+
+    private func client(_ http: HTTPClient, _ method: HTTPMethod, _ url: String, _ token: String, _ body: Data? = nil)
+        async throws -> (status: UInt, body: ByteBufferView)
+    {
         var request = HTTPClientRequest(url: url)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Token token=\"\(apiToken)\"")
+        request.headers.add(name: "Authorization", value: "Token token=\"\(token)\"")
         if let body { request.body = .bytes(ByteBuffer(data: body)) }
         let response = try await http.execute(request, timeout: .seconds(30))
-        _ = try await response.body.collect(upTo: 1 << 20)
-        return response.status.code
+        return (response.status.code, try await response.body.collect(upTo: 1 << 20).readableBytesView)
     }
 }
