@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "InstantStore", targets: ["InstantStore"]),
         .library(name: "InstantProtocol", targets: ["InstantProtocol"]),
         .library(name: "InstantServer", targets: ["InstantServer"]),
+        .library(name: "Instant", targets: ["Instant"]),
+        .executable(name: "instantctl", targets: ["instantctl"]),
         .executable(name: "instant-server", targets: ["instant-server"]),
     ],
     dependencies: [
@@ -42,6 +44,14 @@ let package = Package(
         ),
         // The wire types and rules shared by client and server (docs/PROTOCOL.md). Foundation only.
         .target(name: "InstantProtocol"),
+        .target(name: "Instant", dependencies: ["InstantStore", "InstantProtocol"]),
+        .executableTarget(
+            name: "instantctl",
+            dependencies: [
+                "Instant", "InstantStore", "InstantProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // The reference sync server: Document Engine-shaped REST API and the /i/v1 client API.
         .target(
             name: "InstantServer",

@@ -57,6 +57,8 @@ public enum StoreError: Error, Sendable, Equatable {
     case busy(path: String)
     /// zstd failed for a reason other than corrupt input.
     case compression(reason: String)
+    /// A removal asked to keep pending changes found layers holding some; nothing was removed.
+    case pendingChanges(layers: Int, changes: Int64)
 
     /// A short, stable, machine-readable code for the case.
     public var code: String {
@@ -83,6 +85,7 @@ public enum StoreError: Error, Sendable, Equatable {
         case .database: "database_error"
         case .busy: "busy"
         case .compression: "compression_failure"
+        case .pendingChanges: "pending_changes"
         }
     }
 }
@@ -134,6 +137,9 @@ extension StoreError: CustomStringConvertible, LocalizedError {
             "\(path) is locked by another process; try again when it is done"
         case .compression(let reason):
             "compression failed: \(reason)"
+        case .pendingChanges(let layers, let changes):
+            "\(changes) local change\(changes == 1 ? "" : "s") in \(layers) layer\(layers == 1 ? "" : "s") "
+                + "would be lost (not yet synced); nothing was removed. Sync first, export them, or force the removal"
         }
     }
 

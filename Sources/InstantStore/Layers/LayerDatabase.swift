@@ -243,15 +243,17 @@ public final class LayerDatabase: Sendable {
         return LayerSummary(annotationCount: counts.0, pendingCount: counts.1, bytes: bytes)
     }
 
-    /// Marks the layer removed under its write lock, unless `onlyIfClean` and changes are
-    /// pending. Returns the number of pending changes, and whether it was marked.
-    func markRemoved(onlyIfClean: Bool) throws(StoreError) -> (pending: Int64, marked: Bool) {
+    /// Marks the layer removed under its write lock, unless it holds a pending change later
+    /// than `allowed` (0: any pending change keeps it). Returns the number of pending
+    /// changes, and whether it was marked.
+    func markRemoved(allowingPendingThrough allowed: Int64) throws(StoreError) -> (pending: Int64, marked: Bool) {
         do {
             return try queue.writeWithoutTransaction { db in
                 var outcome: (Int64, Bool) = (0, false)
                 try db.inTransaction(.immediate) {
                     let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
-                    if onlyIfClean && pending > 0 {
+                    let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM pendingChange") ?? 0
+                    if latest > allowed {
                         outcome = (pending, false)
                         return .rollback
                     }

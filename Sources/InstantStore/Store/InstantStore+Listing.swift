@@ -18,6 +18,21 @@ public struct LocalDescriptor: Sendable, Equatable, Codable {
     public var lastUsedAt: Date
     /// The layer or its document's PDF was found corrupt: the client reports it `invalid`.
     public var isCorrupted: Bool
+
+    /// The layer's state at rest, in the client's terms: `invalid` when something of it
+    /// is corrupt, `dirty` with changes not yet synced, `unknown` while its PDF is not
+    /// downloaded, `clean` otherwise. (`sendingChanges` and `receivingChanges` exist only
+    /// while a client is syncing.)
+    public var state: LocalState {
+        if isCorrupted { return .invalid }
+        if pendingChangeCount > 0 { return .dirty }
+        return pdfSHA256 == nil ? .unknown : .clean
+    }
+}
+
+/// The state of a stored layer when no client is syncing it. See ``LocalDescriptor/state``.
+public enum LocalState: String, Sendable, Codable, CaseIterable {
+    case unknown, clean, dirty, invalid
 }
 
 /// A document in the store, as listed by ``InstantStore/cacheEntries(tenant:)``.

@@ -65,7 +65,7 @@ extension InstantStore {
                 let rows = ids.isEmpty ? [] : try self.layerRows(db, "layer.id IN (\(placeholders))", ids)
                 // A layer used since the plan was made is no longer a candidate.
                 let current = rows.filter { plan.lastUsed[$0.0.id ?? -1] == $0.0.lastUsedAt }
-                try self.deleteLayers(current, onlyIfClean: true, in: db, report: &report, marked: marked)
+                try self.deleteLayers(current, keeping: .refuse, in: db, report: &report, marked: marked)
                 let documentIDs = Set(current.map(\.0.documentId)).union(batch == 0 ? plan.documentIDs : [])
                 try self.deleteDocuments(Array(documentIDs), in: db, report: &report)
                 try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
@@ -221,12 +221,14 @@ struct PrunePlan {
 }
 
 extension RemovalReport {
-    mutating func merge(_ other: RemovalReport) {
+    /// Adds what `other` removed (and skipped) to this report.
+    public mutating func merge(_ other: RemovalReport) {
         layers += other.layers
         documents += other.documents
         blobs += other.blobs
         bytesFreed += other.bytesFreed
         discardedPendingChanges += other.discardedPendingChanges
         skippedDirtyLayers += other.skippedDirtyLayers
+        skippedPendingChanges += other.skippedPendingChanges
     }
 }

@@ -2,11 +2,25 @@ import Foundation
 import GRDB
 
 extension InstantStore {
-    /// Removes one layer's annotation data, pending changes included (the app asked; the
-    /// CLI asks first). The document and its PDF stay, unreferenced if no layer is left.
-    /// An open ``LayerDatabase`` of the layer fails its next write with `layerRemoved`.
+    /// Removes one layer's annotation data. The document and its PDF stay, unreferenced if
+    /// no layer is left. An open ``LayerDatabase`` of the layer fails its next write with
+    /// `layerRemoved`.
+    ///
+    /// Pending changes go with the layer by default (the app asked). With `.refuse` the
+    /// check happens under the layer's write lock inside the removal, so a change made
+    /// while deciding cannot be lost:
+    ///
+    /// ```swift
+    /// do {
+    ///     try store.removeLayer(tenant: url, document: "doc", layer: "", pendingChanges: .refuse)
+    /// } catch .pendingChanges(_, let changes) {
+    ///     print("\(changes) changes not synced yet")
+    /// }
+    /// ```
     @discardableResult
-    public func removeLayer(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> RemovalReport {
+    public func removeLayer(
+        tenant: TenantURL, document: String, layer: String, pendingChanges: PendingChangesPolicy = .discard
+    ) throws(StoreError) -> RemovalReport {
         try remove { db, report, marked in
             let rows = try self.layerRows(
                 db, "tenant.url = ? AND document.identifier = ? AND layer.name = ?",
@@ -14,20 +28,25 @@ extension InstantStore {
             guard !rows.isEmpty else {
                 throw StoreError.noSuchLayer(tenant: tenant.string, document: document, layer: layer)
             }
-            try self.deleteLayers(rows, onlyIfClean: false, in: db, report: &report, marked: marked)
+            try self.deleteLayers(rows, keeping: pendingChanges, in: db, report: &report, marked: marked)
+            try Self.refuseIfSkipped(report)
         }
     }
 
     /// Removes every layer of a document and the document itself; its PDF is deleted when
-    /// no other document (of any tenant) uses it.
+    /// no other document (of any tenant) uses it. `pendingChanges` as for
+    /// ``removeLayer(tenant:document:layer:pendingChanges:)``.
     @discardableResult
-    public func removeDocument(tenant: TenantURL, document: String) throws(StoreError) -> RemovalReport {
+    public func removeDocument(
+        tenant: TenantURL, document: String, pendingChanges: PendingChangesPolicy = .discard
+    ) throws(StoreError) -> RemovalReport {
         try remove { db, report, marked in
             guard let tenantID = try self.catalog.tenantID(tenant, create: false, in: db),
                 let row = try self.catalog.document(tenantID, document, in: db), let id = row.id
             else { throw StoreError.noSuchDocument(tenant: tenant.string, document: document) }
             let layers = try self.layerRows(db, "layer.documentId = ?", [id])
-            try self.deleteLayers(layers, onlyIfClean: false, in: db, report: &report, marked: marked)
+            try self.deleteLayers(layers, keeping: pendingChanges, in: db, report: &report, marked: marked)
+            try Self.refuseIfSkipped(report)
             try self.deleteDocuments([id], in: db, report: &report)
             try self.deleteUnreferencedBlobs(row.blobSha256.map { [$0] }, in: db, report: &report)
         }
@@ -49,15 +68,19 @@ extension InstantStore {
         }
     }
 
-    /// Removes everything of one tenant: layers (pending changes included), documents, and
-    /// the PDFs that no other tenant uses.
+    /// Removes everything of one tenant: layers, documents, and the PDFs that no other
+    /// tenant uses. `pendingChanges` as for
+    /// ``removeLayer(tenant:document:layer:pendingChanges:)``.
     @discardableResult
-    public func removeTenant(_ tenant: TenantURL) throws(StoreError) -> RemovalReport {
+    public func removeTenant(_ tenant: TenantURL, pendingChanges: PendingChangesPolicy = .discard) throws(StoreError)
+        -> RemovalReport
+    {
         try remove { db, report, marked in
             guard let tenantID = try self.catalog.tenantID(tenant, create: false, in: db) else { return }
             try self.deleteLayers(
-                self.layerRows(db, "tenant.id = ?", [tenantID]), onlyIfClean: false, in: db, report: &report,
+                self.layerRows(db, "tenant.id = ?", [tenantID]), keeping: pendingChanges, in: db, report: &report,
                 marked: marked)
+            try Self.refuseIfSkipped(report)
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM document WHERE tenantId = ?", arguments: [tenantID])
             try self.deleteDocuments(ids, in: db, report: &report)
             try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
@@ -110,20 +133,22 @@ extension InstantStore {
         }
     }
 
-    /// Marks each layer removed under its own write lock (skipping dirty ones when
-    /// `onlyIfClean`), deletes its row and tombstones its file, in the caller's transaction.
+    /// Marks each layer removed under its own write lock (skipping those holding pending
+    /// changes that `policy` keeps), deletes its row and tombstones its file, in the
+    /// caller's transaction.
     func deleteLayers(
-        _ rows: [(LayerRecord, LayerReference)], onlyIfClean: Bool, in db: Database, report: inout RemovalReport,
-        marked: MarkedLayers
+        _ rows: [(LayerRecord, LayerReference)], keeping policy: PendingChangesPolicy, in db: Database,
+        report: inout RemovalReport, marked: MarkedLayers
     ) throws {
         for (row, reference) in rows {
             var pending: Int64 = 0
             // A layer file that cannot be opened (missing, corrupt) has nobody writing to it.
             if let layer = try? openLayer(key: row.key) {
                 defer { layer.close() }
-                let outcome = try layer.markRemoved(onlyIfClean: onlyIfClean)
+                let outcome = try layer.markRemoved(allowingPendingThrough: policy.allowedSequence(reference))
                 guard outcome.marked else {
                     report.skippedDirtyLayers.append(reference)
+                    report.skippedPendingChanges += outcome.pending
                     continue
                 }
                 pending = outcome.pending
@@ -138,6 +163,12 @@ extension InstantStore {
             report.bytesFreed += row.bytes
             report.discardedPendingChanges += pending
         }
+    }
+
+    /// Throws (rolling the removal back) when a layer was kept for its pending changes.
+    static func refuseIfSkipped(_ report: RemovalReport) throws(StoreError) {
+        guard !report.skippedDirtyLayers.isEmpty else { return }
+        throw .pendingChanges(layers: report.skippedDirtyLayers.count, changes: report.skippedPendingChanges)
     }
 
     /// Deletes the documents among `ids` that have no layer left, releasing their PDFs.

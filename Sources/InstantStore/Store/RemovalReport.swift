@@ -6,6 +6,12 @@ public struct LayerReference: Sendable, Hashable, Codable, CustomStringConvertib
     public var document: String
     public var layer: String
 
+    public init(tenant: TenantURL, document: String, layer: String) {
+        self.tenant = tenant
+        self.document = document
+        self.layer = layer
+    }
+
     public var description: String {
         "\(tenant) \(StoreError.quoted(document)) layer \(StoreError.quoted(layer))"
     }
@@ -16,7 +22,32 @@ public struct DocumentReference: Sendable, Hashable, Codable, CustomStringConver
     public var tenant: TenantURL
     public var document: String
 
+    public init(tenant: TenantURL, document: String) {
+        self.tenant = tenant
+        self.document = document
+    }
+
     public var description: String { "\(tenant) \(StoreError.quoted(document))" }
+}
+
+/// What a removal does with layers that hold local changes not yet sent to the server.
+public enum PendingChangesPolicy: Sendable, Equatable {
+    /// Remove them with their layer: the app asked (Instant's `removeLocalStorage()`).
+    case discard
+    /// Remove nothing if any layer in scope holds one; throw ``StoreError/pendingChanges(layers:changes:)``.
+    case refuse
+    /// Discard each layer's changes up to the sequence given (what was exported); refuse,
+    /// as ``refuse``, if a layer holds a later one (made after the export) or is not listed.
+    case discardThrough([LayerReference: Int64])
+
+    /// The highest pending sequence a layer may hold and still be removed.
+    func allowedSequence(_ layer: LayerReference) -> Int64 {
+        switch self {
+        case .discard: .max
+        case .refuse: 0
+        case .discardThrough(let exported): exported[layer] ?? 0
+        }
+    }
 }
 
 /// What a removal, a prune or a garbage collection took out of the store.
@@ -33,6 +64,8 @@ public struct RemovalReport: Sendable, Equatable, Codable {
     public var discardedPendingChanges: Int64 = 0
     /// Layers left in place because they hold changes not yet sent (prune never takes them).
     public var skippedDirtyLayers: [LayerReference] = []
+    /// The changes not yet sent in ``skippedDirtyLayers``.
+    public var skippedPendingChanges: Int64 = 0
 
     public init() {}
 

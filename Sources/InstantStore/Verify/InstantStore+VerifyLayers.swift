@@ -44,7 +44,7 @@ extension InstantStore {
             if options.repair {
                 _ = try remove { db, report, marked in
                     try self.deleteLayers(
-                        [(row, reference)], onlyIfClean: false, in: db, report: &report, marked: marked)
+                        [(row, reference)], keeping: .discard, in: db, report: &report, marked: marked)
                 }
                 problem.fixed = true
             }

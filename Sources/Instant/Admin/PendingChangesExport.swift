@@ -1,0 +1,113 @@
+import Foundation
+import InstantProtocol
+import InstantStore
+
+/// Local changes written out before the layers holding them are removed, and the policy
+/// that lets exactly those changes go.
+///
+/// ```swift
+/// let export = try store.exportPendingChanges(of: [layer], to: URL(fileURLWithPath: "saved.json"))
+/// try store.removeLayer(tenant: layer.tenant, document: layer.document, layer: layer.layer,
+///                       pendingChanges: export.policy)  // refuses if a change came after the export
+/// ```
+///
+/// The file is one JSON object, `"format": "instant-linux/pending-changes/v1"`, with a
+/// `layers` array. Each layer has its `tenant`, `document`, `layer`, the ordered `changes`
+/// (`sequence`, `kind`, `id`, `content`, `createdAt`), and `instantJSON`: an Instant JSON
+/// document of the annotations those changes created or updated, as they stand, ready
+/// for a server's `instant_json` import. `deletedAnnotationIds` lists the deletions, which
+/// Instant JSON cannot express.
+public struct PendingChangesExport: Sendable, Equatable {
+    /// What was exported of one layer.
+    public struct Layer: Sendable, Equatable {
+        public var reference: LayerReference
+        public var changeCount: Int
+        /// The last change exported: a removal may discard up to it, and no further.
+        public var throughSequence: Int64
+    }
+
+    public static let format = "instant-linux/pending-changes/v1"
+
+    public var layers: [Layer]
+    /// Where the file was written.
+    public var file: URL
+
+    /// Changes exported, over every layer.
+    public var changeCount: Int { layers.reduce(0) { $0 + $1.changeCount } }
+
+    /// The removal policy that discards what was exported and refuses anything newer.
+    public var policy: PendingChangesPolicy {
+        .discardThrough(Dictionary(layers.map { ($0.reference, $0.throughSequence) }) { first, _ in first })
+    }
+}
+
+extension InstantStore {
+    /// Writes the pending changes of `layers` to a new file at `destination` (never
+    /// overwriting one), synced to disk before this returns, so the layers can then be
+    /// removed with ``PendingChangesExport/policy`` without losing anything.
+    public func exportPendingChanges(of layers: [LayerReference], to destination: URL) throws(StoreError)
+        -> PendingChangesExport
+    {
+        var exported: [PendingChangesExport.Layer] = []
+        var documents: [JSONValue] = []
+        for reference in layers {
+            let database = try openLayer(tenant: reference.tenant, document: reference.document, layer: reference.layer)
+            defer { database.close() }
+            let changes = try database.pendingChanges()
+            guard let last = changes.last else { continue }
+            var annotations: [JSONValue] = []
+            var deleted: [JSONValue] = []
+            for id in Self.finalIDs(of: changes) {
+                if let annotation = try database.annotation(id: id), !annotation.isDeleted {
+                    annotations.append(Self.instantJSON(annotation.content, id: id))
+                } else {
+                    deleted.append(.string(id))
+                }
+            }
+            documents.append(
+                .object([
+                    "tenant": .string(reference.tenant.string), "document": .string(reference.document),
+                    "layer": .string(reference.layer),
+                    "changes": .array(changes.map(Self.json)),
+                    "instantJSON": .object([
+                        "format": .string(InstantJSON.format), "annotations": .array(annotations),
+                    ]),
+                    "deletedAnnotationIds": .array(deleted),
+                ]))
+            exported.append(.init(reference: reference, changeCount: changes.count, throughSequence: last.sequence))
+        }
+        let file: JSONValue = .object([
+            "format": .string(PendingChangesExport.format),
+            "exportedAt": .string(Date().formatted(.iso8601)), "layers": .array(documents),
+        ])
+        try DurableFile.create(destination, contents: file.jsonBytes())
+        return PendingChangesExport(layers: exported, file: destination)
+    }
+
+    /// Each annotation the changes touch, once, in the order first touched.
+    private static func finalIDs(of changes: [PendingChange]) -> [String] {
+        var seen = Set<String>()
+        return changes.map(\.annotationID).filter { seen.insert($0).inserted }
+    }
+
+    private static func json(_ change: PendingChange) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "sequence": .integer(change.sequence), "kind": .string(change.kind.rawValue),
+            "id": .string(change.annotationID), "createdAt": .string(change.createdAt.formatted(.iso8601)),
+        ]
+        if let content = change.content { object["content"] = contentValue(content) }
+        return .object(object)
+    }
+
+    /// The content as JSON; content that does not parse is kept as text, never dropped.
+    private static func contentValue(_ content: Data) -> JSONValue {
+        (try? JSONValue.parse(content))
+            ?? .object(["unparsedContent": .string(String(decoding: content, as: UTF8.self))])
+    }
+
+    private static func instantJSON(_ content: Data, id: String) -> JSONValue {
+        guard case .object(var members) = contentValue(content) else { return contentValue(content) }
+        members["id"] = .string(id)
+        return .object(members)
+    }
+}

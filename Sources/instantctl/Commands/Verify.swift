@@ -1,0 +1,123 @@
+import ArgumentParser
+import Foundation
+import InstantProtocol
+import InstantStore
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the store's integrity, and repair it.",
+        discussion: """
+            Quick checks: the catalog's integrity, every PDF present with its recorded size and \
+            a sound header, reference counts, every layer file present and sound, orphan and \
+            abandoned temporary files. --deep also decompresses and hashes every PDF (or a \
+            --sample of them, least recently verified first) and decodes every annotation.
+
+            --repair fixes what it can: it recomputes counts, moves corrupt files to \
+            quarantine/ and marks their documents invalid (download them again), removes \
+            orphans, and carries the changes not yet synced of a corrupt layer into a fresh \
+            file. It never drops such a change silently. --rebuild-catalog (with --repair) \
+            rebuilds a lost or corrupt catalog from the files; stop apps using the store first.
+
+            Exits 1 while problems remain, 0 when the store is clean (or was repaired).
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(help: "Decompress and hash every PDF, and decode every annotation.")
+    var deep = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With a deep check, check only this share of the PDFs, such as 10% (implies --deep).", valueName: "share"))
+    var sample: Fraction?
+
+    @Flag(help: "Fix what can be fixed.")
+    var repair = false
+
+    @Flag(help: "Rebuild the catalog from the files first (needs --repair).")
+    var rebuildCatalog = false
+
+    func validate() throws {
+        if rebuildCatalog && !repair { throw ValidationError("--rebuild-catalog rewrites the store; add --repair") }
+    }
+
+    func run() throws {
+        let output = options.output
+        var rebuilt: RebuildReport?
+        let store: InstantStore
+        if rebuildCatalog {
+            let (opened, report) = try InstantStore.rebuildCatalog(root: options.rootURL)
+            (store, rebuilt) = (opened, report)
+        } else {
+            store = try options.openStore()
+        }
+        let progress = ProgressBar(enabled: !options.quiet)
+        let report = try store.verify(
+            VerifyOptions(deep: deep || sample != nil, sampleFraction: sample?.value ?? 1, repair: repair) {
+                progress.update($0.phase, completed: $0.completed, total: $0.total, bytes: $0.bytes)
+            })
+        progress.finish()
+        if options.json {
+            var json: [String: JSONValue] = [
+                "clean": .bool(report.isClean), "problems": .array(report.problems.map(\.json)),
+                "blobsChecked": .integer(Int64(report.blobsChecked)),
+                "blobsDeepChecked": .integer(Int64(report.blobsDeepChecked)),
+                "bytesDeepChecked": .integer(report.bytesDeepChecked),
+                "layersChecked": .integer(Int64(report.layersChecked)),
+                "pendingChangesSalvaged": .integer(Int64(report.pendingChangesSalvaged)),
+                "pendingChangesUnreadable": .integer(Int64(report.pendingChangesUnreadable)),
+            ]
+            if let rebuilt {
+                json["rebuilt"] = .object([
+                    "pdfs": .integer(Int64(rebuilt.blobs)), "layers": .integer(Int64(rebuilt.layers)),
+                    "documents": .integer(Int64(rebuilt.documents)),
+                    "quarantined": .array(rebuilt.quarantined.map { .string($0) }),
+                ])
+            }
+            output.print(json: .object(json))
+        } else {
+            if let rebuilt {
+                output.summary(
+                    "rebuilt the catalog: \(Formats.count(rebuilt.blobs, "PDF")), \(Formats.count(rebuilt.layers, "layer")), "
+                        + "\(Formats.count(rebuilt.documents, "document")); \(rebuilt.quarantined.count) files quarantined"
+                )
+            }
+            for problem in report.problems {
+                let mark = problem.fixed ? "fixed  " : "PROBLEM"
+                let styled = Output.colour ? (problem.fixed ? Style.green(mark) : Style.red(mark)) : mark
+                output.print(
+                    "\(styled)  \(problem.kind.rawValue)  \(Formats.identifier(problem.subject)): \(problem.detail)")
+            }
+            var summary =
+                "checked \(Formats.count(report.blobsChecked, "PDF"))"
+                + (report.blobsDeepChecked > 0
+                    ? " (\(report.blobsDeepChecked) deep, \(Formats.bytes(report.bytesDeepChecked)))" : "")
+                + " and \(Formats.count(report.layersChecked, "layer")): "
+            let fixed = report.problems.count - report.remaining.count
+            summary +=
+                report.problems.isEmpty
+                ? "no problems"
+                : "\(Formats.count(report.problems.count, "problem")) found, \(fixed) fixed, \(report.remaining.count) remaining"
+            if report.pendingChangesSalvaged > 0 {
+                summary += "; \(Formats.count(report.pendingChangesSalvaged, "unsynced change")) salvaged"
+            }
+            if report.pendingChangesUnreadable > 0 {
+                summary += "; \(report.pendingChangesUnreadable) unsynced changes unreadable (kept in quarantine/)"
+            }
+            output.summary(summary)
+            if !report.isClean && !repair {
+                output.summary("run `instantctl verify --repair` to fix what can be fixed")
+            }
+        }
+        if !report.isClean { throw ExitStatus.problems }
+    }
+}
+
+extension Problem {
+    var json: JSONValue {
+        .object([
+            "kind": .string(kind.rawValue), "subject": .string(subject), "detail": .string(detail),
+            "fixed": .bool(fixed),
+        ])
+    }
+}

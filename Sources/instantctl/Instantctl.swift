@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import InstantStore
+
+@main
+struct Instantctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "instantctl",
+        abstract: "Inspect, prune, remove and verify the local Instant store.",
+        discussion: """
+            The store holds the PDFs (stored once, however many documents and servers use them) \
+            and one annotation database per layer. It lives in --root, else $INSTANT_HOME, else \
+            $XDG_DATA_HOME/instant (~/.local/share/instant).
+
+            Every command that reports takes --json for scripts. Human output is aligned, with \
+            sizes in KiB/MiB/GiB; colour only on a terminal and never with NO_COLOR set.
+
+            EXIT STATUS
+              0  success
+              1  problems found (verify), or the command failed (for example, nothing matched)
+              2  usage: bad arguments or options
+              3  refused: local changes not yet synced would be lost (see rm --force, --export)
+              4  the store is busy (locked by another process) or cannot be read
+            """,
+        version: "0.4.0",
+        subcommands: [List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, Demo.self]
+    )
+
+    /// Runs the command, mapping every failure to one documented exit status.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: ExitStatus.translate(error))
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+import InstantStore
+
+/// The options every command takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).", valueName: "path"),
+        completion: .directory)
+    var root: String?
+
+    @Flag(help: "Print JSON for scripts instead of tables.")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "Print less: no headers, summaries or progress.")
+    var quiet = false
+
+    /// The store's directory, from --root or the environment.
+    var rootURL: URL {
+        if let root { return URL(fileURLWithPath: root) }
+        return StoreLayout.defaultRoot()
+    }
+
+    /// Opens the existing store; a missing one is an error, not a new empty store.
+    func openStore() throws -> InstantStore {
+        let url = rootURL
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("catalog.sqlite").path) else {
+            throw CommandError(
+                message: "no store at \(url.path) (set --root or INSTANT_HOME)", status: ExitStatus.unavailable)
+        }
+        return try InstantStore(root: url)
+    }
+
+    var output: Output { Output(json: json, quiet: quiet) }
+}

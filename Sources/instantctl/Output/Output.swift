@@ -1,0 +1,81 @@
+import Foundation
+import InstantProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where a command's results go: tables or JSON on standard output, errors and progress on
+/// standard error. Standard output is written in large blocks (a 100,000-line listing is
+/// one write per 64 KiB, not one per line).
+struct Output {
+    var json: Bool
+    var quiet: Bool
+
+    /// Colour is for people: only on a terminal, never with `NO_COLOR` or `TERM=dumb`.
+    static let colour: Bool = {
+        let environment = ProcessInfo.processInfo.environment
+        if let noColour = environment["NO_COLOR"], !noColour.isEmpty { return false }
+        if environment["TERM"] == "dumb" { return false }
+        return isatty(STDOUT_FILENO) == 1
+    }()
+
+    /// Whether progress may be drawn: standard error is a terminal.
+    static let interactiveErrors = isatty(STDERR_FILENO) == 1
+
+    /// Prints a JSON document (the whole answer of a `--json` command).
+    func print(json value: JSONValue) {
+        var bytes = value.jsonBytes()
+        bytes.append(UInt8(ascii: "\n"))
+        Output.write(bytes, to: STDOUT_FILENO)
+    }
+
+    /// Prints lines of human output.
+    func print(_ text: String) {
+        Output.write(Array((text + "\n").utf8), to: STDOUT_FILENO)
+    }
+
+    /// Prints a summary line, unless --quiet or --json.
+    func summary(_ text: String) {
+        if !quiet && !json { print(text) }
+    }
+
+    /// Prints `message` on standard error as `instantctl: message`.
+    static func error(_ message: String) {
+        let prefix = colour && interactiveErrors ? Style.red("instantctl:") : "instantctl:"
+        write(Array("\(prefix) \(message)\n".utf8), to: STDERR_FILENO)
+    }
+
+    /// A warning on standard error.
+    static func warning(_ message: String) {
+        let prefix = colour && interactiveErrors ? Style.yellow("warning:") : "warning:"
+        write(Array("\(prefix) \(message)\n".utf8), to: STDERR_FILENO)
+    }
+
+    static func write(_ bytes: [UInt8], to descriptor: Int32) {
+        bytes.withUnsafeBytes { buffer in
+            guard var base = buffer.baseAddress else { return }
+            var remaining = buffer.count
+            while remaining > 0 {
+                let written = Glibc.write(descriptor, base, min(remaining, 1 << 16))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return  // a closed pipe (`| head`): nothing more to say
+                }
+                base += written
+                remaining -= written
+            }
+        }
+    }
+}
+
+/// ANSI styles, applied only when ``Output/colour`` allows.
+enum Style {
+    static func bold(_ text: String) -> String { wrap(text, "1") }
+    static func red(_ text: String) -> String { wrap(text, "31") }
+    static func green(_ text: String) -> String { wrap(text, "32") }
+    static func yellow(_ text: String) -> String { wrap(text, "33") }
+    static func dim(_ text: String) -> String { wrap(text, "2") }
+
+    private static func wrap(_ text: String, _ code: String) -> String { "\u{1B}[\(code)m\(text)\u{1B}[0m" }
+}
