@@ -111,6 +111,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InstantProtocolTests", dependencies: ["InstantProtocol"]),
+        .testTarget(name: "InstantctlTests", dependencies: ["Instant", "InstantStore", "InstantProtocol", "TestSupport"]),
         .testTarget(
             name: "InstantStoreTests",
             dependencies: ["InstantStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]

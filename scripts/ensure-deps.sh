@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system libraries the package links against, when they are missing:
-# libsqlite3-dev (GRDB over the system SQLite) and libzstd-dev (CZstd). Debian/Ubuntu.
+# libsqlite3-dev (GRDB over the system SQLite) and libzstd-dev (CZstd); man-db, for the
+# test that renders the man page with `man -l`. Debian/Ubuntu.
 set -euo pipefail
 missing=()
-for package in libsqlite3-dev libzstd-dev pkg-config; do
+for package in libsqlite3-dev libzstd-dev pkg-config man-db; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
 swift build --build-tests
+swift build --product generate-manual  # the man page test regenerates man/ with it
 swift test --skip-build

@@ -1,8 +1,10 @@
 import Foundation
-import Synchronization
 
-/// A child process whose standard output and error are collected as they arrive, so a test
-/// can wait for a line, signal the process and check how it ended.
+/// A child process whose standard output and error go to temporary files, so a test can
+/// wait for a line, signal the process and read everything it wrote once it exits.
+///
+/// Files rather than pipes: a process spawned meanwhile by a parallel test inherits open
+/// pipe ends and would hold them open, so "end of output" could come long after the exit.
 ///
 /// ```swift
 /// let server = try ChildProcess(Executables.url("instant-server"), ["serve", "--dev"])
@@ -23,44 +25,46 @@ public final class ChildProcess: Sendable {
     }
 
     private let process: Process
-    private let output = Collected()
-    private let error = Collected()
-
-    private final class Collected: Sendable {
-        let bytes = Mutex(Data())
-        var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
-    }
+    private let outputFile: URL
+    private let errorFile: URL
 
     public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+        let directory = FileManager.default.temporaryDirectory
+        let name = UUID().uuidString
+        outputFile = directory.appendingPathComponent("child-\(name).out")
+        errorFile = directory.appendingPathComponent("child-\(name).err")
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         process.environment = environment ?? ProcessInfo.processInfo.environment
-        let (outputPipe, errorPipe) = (Pipe(), Pipe())
-        process.standardOutput = outputPipe
-        process.standardError = errorPipe
-        self.process = process
-        for (pipe, buffer) in [(outputPipe, output), (errorPipe, error)] {
-            pipe.fileHandleForReading.readabilityHandler = { [buffer] handle in
-                let chunk = handle.availableData
-                if chunk.isEmpty {
-                    handle.readabilityHandler = nil
-                } else {
-                    buffer.bytes.withLock { $0.append(chunk) }
-                }
+        for file in [outputFile, errorFile] {
+            guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
             }
         }
+        let output = try FileHandle(forWritingTo: outputFile)
+        let error = try FileHandle(forWritingTo: errorFile)
+        defer {
+            try? output.close()
+            try? error.close()
+        }
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
         try process.run()
     }
 
     deinit {
         if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: outputFile)
+        try? FileManager.default.removeItem(at: errorFile)
     }
 
     /// Standard output so far.
-    public var standardOutput: String { output.text }
+    public var standardOutput: String { (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "" }
     /// Standard error so far.
-    public var standardError: String { error.text }
+    public var standardError: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
 
     /// Standard error once it contains `text` (it is where logs go).
     public func waitForError(containing text: String, within limit: Duration = .seconds(30)) async throws -> String {

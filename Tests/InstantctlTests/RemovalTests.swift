@@ -1,0 +1,110 @@
+import Foundation
+import Instant
+import InstantStore
+import TestSupport
+import Testing
+
+/// `rm` and `prune`: refusal, force, export, dry runs, and pruning beside a writer.
+@Suite struct RemovalTests {
+    @Test func rmRefusesToLoseUnsyncedChangesAndChangesNothing() async throws {
+        try await withDemoStore { root, store in
+            let before = try store.localDescriptors()
+            let refused = try await instantctl(["rm", "--document", "contract-7", "--layer", "review"], root: root)
+            #expect(refused.status == 3)
+            #expect(refused.error.contains("2 changes in 1 layer not yet synced would be lost"), "\(refused.error)")
+            let whole = try await instantctl(["rm", "--document", "contract-7"], root: root)
+            #expect(whole.status == 3)
+            let everything = try await instantctl(["rm", "--all"], root: root)
+            #expect(everything.status == 3)
+            #expect(try store.localDescriptors() == before)
+
+            // A clean layer goes; its PDF stays for the other layer.
+            let clean = try await instantctl(["rm", "--document", "contract-7", "--layer", ""], root: root)
+            #expect(clean.status == 0, "\(clean.error)")
+            #expect(clean.output.contains("removed layer"))
+            #expect(try store.localDescriptors().count == 3)
+
+            let forced = try await instantctl(["rm", "--document", "contract-7", "--force", "--json"], root: root)
+            #expect(forced.status == 0)
+            let removed = try #require(try forced.json()["removed"] as? [String: Any])
+            #expect(removed["discardedPendingChanges"] as? Int == 2)
+            #expect(try store.localDescriptors().count == 2)
+        }
+    }
+
+    @Test func rmExportWritesTheChangesThenRemovesThem() async throws {
+        try await withDemoStore { root, store in
+            let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await instantctl(
+                [
+                    "rm", "--tenant", DemoStore.acme, "--document", "contract-7", "--layer", "review", "--export",
+                    file.path,
+                ],
+                root: root)
+            #expect(run.status == 0, "\(run.error)")
+            #expect(run.output.contains("exported 2 changes"))
+            let exported = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+            let layer = try #require((exported["layers"] as? [[String: Any]])?.first)
+            #expect(layer["layer"] as? String == "review")
+            #expect((layer["changes"] as? [Any])?.count == 2)
+            let annotations = (layer["instantJSON"] as? [String: Any])?["annotations"] as? [[String: Any]]
+            #expect(annotations?.map { $0["id"] as? String } == ["draft-1", "draft-2"])
+            #expect(!(try store.hasLayer(tenant: acme, document: "contract-7", layer: "review")))
+
+            // Never overwrites a file.
+            let again = try await instantctl(["rm", "--document", "handbook", "--export", file.path], root: root)
+            #expect(again.status == 2)
+            #expect(try store.hasLayer(tenant: acme, document: "handbook", layer: ""))
+        }
+    }
+
+    @Test func pruneDryRunChangesNothingAndPruneFrees() async throws {
+        try await withDemoStore { root, store in
+            let before = (try store.localDescriptors(), try store.diskUsage())
+            let dry = try await instantctl(["prune", "--dry-run", "--max-size", "0", "--json"], root: root)
+            #expect(dry.status == 0)
+            let plan = try dry.json()
+            #expect(plan["dryRun"] as? Bool == true)
+            #expect(((plan["removed"] as? [String: Any])?["layers"] as? [Any])?.count == 3, "every clean layer")
+            #expect(try store.localDescriptors() == before.0)
+            #expect(try store.diskUsage() == before.1)
+
+            let human = try await instantctl(["prune"], root: root)
+            #expect(human.status == 0)
+            #expect(human.output.contains("removed document  \(DemoStore.acme)  old-draft"), "\(human.output)")
+            #expect(human.output.contains("freed"))
+            let budget = try await instantctl(["prune", "--max-size", "0"], root: root)
+            #expect(budget.status == 0)
+            let left = try store.localDescriptors()
+            #expect(left.map(\.layerName) == ["review"], "the dirty layer is never pruned")
+            let nothing = try await instantctl(["prune", "--older-than", "30d"], root: root)
+            #expect(nothing.output.contains("nothing to prune"))
+        }
+    }
+
+    @Test func pruneWhileAnotherProcessWrites() async throws {
+        try await withDemoStore { root, _ in
+            let writer = try ChildProcess(
+                Executables.url("instant-store-worker"), ["ingest-loop", root.path, "https://writer.example", "150"])
+            var prunes = 0
+            while true {
+                let run = try await instantctl(["prune", "--max-size", "0", "--quiet"], root: root)
+                #expect(run.status == 0, "\(run.error)")
+                prunes += 1
+                if try await writerDone(writer) { break }
+            }
+            let ending = try await writer.exit(within: .seconds(120))
+            #expect(ending.status == 0, "writer: \(writer.standardError)")
+            #expect(writer.standardOutput.contains("ok"))
+            #expect(prunes >= 2)
+            let verify = try await instantctl(["verify", "--deep"], root: root)
+            #expect(verify.status == 0, "\(verify.output)\(verify.error)")
+        }
+    }
+
+    private func writerDone(_ writer: ChildProcess) async throws -> Bool {
+        writer.standardOutput.contains("ok") || !writer.standardError.isEmpty
+    }
+}

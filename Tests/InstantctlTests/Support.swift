@@ -1,0 +1,41 @@
+import Foundation
+import Instant
+import InstantStore
+import TestSupport
+import Testing
+
+/// What one run of the built `instantctl` did.
+struct Run {
+    var status: Int32
+    var output: String
+    var error: String
+
+    /// The standard output as JSON.
+    func json() throws -> [String: Any] {
+        let value = try JSONSerialization.jsonObject(with: Data(output.utf8))
+        return try #require(value as? [String: Any], "not a JSON object: \(output)")
+    }
+}
+
+/// Runs `instantctl ARGUMENTS --root ROOT` and waits for it.
+func instantctl(_ arguments: [String], root: URL?, environment extra: [String: String] = [:]) async throws -> Run {
+    var environment = ProcessInfo.processInfo.environment
+    environment["NO_COLOR"] = nil
+    environment.merge(extra) { _, new in new }
+    let process = try ChildProcess(
+        Executables.url("instantctl"), arguments + (root.map { ["--root", $0.path] } ?? []), environment: environment)
+    let ending = try await process.exit(within: .seconds(120))
+    #expect(!ending.signalled, "instantctl \(arguments) crashed: \(process.standardError)")
+    return Run(status: ending.status, output: process.standardOutput, error: process.standardError)
+}
+
+/// A demo store in a fresh temporary directory, removed after `body`.
+func withDemoStore<T>(_ body: (URL, InstantStore) async throws -> T) async throws -> T {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: root) }
+    let store = try DemoStore.seed(at: root)
+    return try await body(root, store)
+}
+
+let acme = try! TenantURL(DemoStore.acme)
+let globex = try! TenantURL(DemoStore.globex)

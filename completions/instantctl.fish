@@ -1,0 +1,147 @@
+function __instantctl_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __instantctl_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __instantctl_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __instantctl_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __instantctl_parse_tokens -S
+    set -l unparsed_tokens (__instantctl_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'instantctl'
+        __instantctl_parse_subcommand 0 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'ls'
+            __instantctl_parse_subcommand 0 'root=' 'json' 'q/quiet' 'tenant=' 'document=' 'dirty' 'version' 'h/help'
+        case 'du'
+            __instantctl_parse_subcommand 0 'root=' 'json' 'q/quiet' 'by=' 'version' 'h/help'
+        case 'prune'
+            __instantctl_parse_subcommand 0 'root=' 'json' 'q/quiet' 'dry-run' 'max-size=' 'older-than=' 'tenant=' 'version' 'h/help'
+        case 'rm'
+            __instantctl_parse_subcommand 0 'root=' 'json' 'q/quiet' 'tenant=' 'document=' 'layer=' 'all' 'force' 'export=' 'version' 'h/help'
+        case 'verify'
+            __instantctl_parse_subcommand 0 'root=' 'json' 'q/quiet' 'deep' 'sample=' 'repair' 'rebuild-catalog' 'version' 'h/help'
+        case 'demo'
+            __instantctl_parse_subcommand 0 'keep' 'version' 'h/help'
+        case 'help'
+            __instantctl_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __instantctl_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __instantctl_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __instantctl_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __instantctl_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__instantctl_tokens -p)
+    if test -z "$(__instantctl_tokens -t)"
+        set -l index (count (__instantctl_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'instantctl' -f
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'ls' -d 'List the layers stored on this machine.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'du' -d 'Show where the store\'s bytes go.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'prune' -d 'Free space: unreferenced entries, then old or least-recently-used layers.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'rm' -d 'Remove a layer, a document, or everything of a server.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'verify' -d 'Check the store\'s integrity, and repair it.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'demo' -d 'Fill a temporary store and show each command at work on it.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_positional "instantctl" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" root' -l 'root' -d 'The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).' -rfa '(__instantctl_complete_directories)'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" json' -l 'json' -d 'Print JSON for scripts instead of tables.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" q quiet' -s 'q' -l 'quiet' -d 'Print less: no headers, summaries or progress.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" tenant' -l 'tenant' -d 'Only this server\'s layers.' -rfka '(__instantctl_custom_completion ---completion ls -- --tenant (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" document' -l 'document' -d 'Only this document\'s layers.' -rfka '(__instantctl_custom_completion ---completion ls -- --document (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" dirty' -l 'dirty' -d 'Only layers with changes not yet synced.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl ls" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" root' -l 'root' -d 'The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).' -rfa '(__instantctl_complete_directories)'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" json' -l 'json' -d 'Print JSON for scripts instead of tables.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" q quiet' -s 'q' -l 'quiet' -d 'Print less: no headers, summaries or progress.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" by' -l 'by' -d 'Group by tenant or document.' -rfka 'tenant document'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl du" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" root' -l 'root' -d 'The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).' -rfa '(__instantctl_complete_directories)'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" json' -l 'json' -d 'Print JSON for scripts instead of tables.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" q quiet' -s 'q' -l 'quiet' -d 'Print less: no headers, summaries or progress.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" dry-run' -l 'dry-run' -d 'Show what would be removed; change nothing.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" max-size' -l 'max-size' -d 'Shrink the store to at most this size, such as 10GB or 500MiB.' -rfka '1GB 10GB 500MiB'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" older-than' -l 'older-than' -d 'Remove layers not used for this long, such as 30d or 12h.' -rfka '7d 30d 12h'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" tenant' -l 'tenant' -d 'Only this server\'s layers and documents.' -rfka '(__instantctl_custom_completion ---completion prune -- --tenant (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl prune" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" root' -l 'root' -d 'The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).' -rfa '(__instantctl_complete_directories)'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" json' -l 'json' -d 'Print JSON for scripts instead of tables.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" q quiet' -s 'q' -l 'quiet' -d 'Print less: no headers, summaries or progress.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" tenant' -l 'tenant' -d 'The server the document belongs to.' -rfka '(__instantctl_custom_completion ---completion rm -- --tenant (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" document' -l 'document' -d 'The document to remove (or whose layer to remove).' -rfka '(__instantctl_custom_completion ---completion rm -- --document (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" layer' -l 'layer' -d 'The layer to remove (\'\' for the default layer).' -rfka '(__instantctl_custom_completion ---completion rm -- --layer (count (__instantctl_tokens -pc)) (__instantctl_tokens -tC))'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" all' -l 'all' -d 'Remove everything of --tenant, or of every tenant.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" force' -l 'force' -d 'Remove even when changes not yet synced would be lost.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" export' -l 'export' -d 'Write the changes not yet synced to this new file first.' -rfa '(for p in (string match -e -- \'*/\' (commandline -t);or printf \n)*.\'json\';printf %s\n $p;end;__fish_complete_directories (commandline -t) \'\')'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl rm" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" root' -l 'root' -d 'The store directory (default: $INSTANT_HOME, else $XDG_DATA_HOME/instant).' -rfa '(__instantctl_complete_directories)'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" json' -l 'json' -d 'Print JSON for scripts instead of tables.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" q quiet' -s 'q' -l 'quiet' -d 'Print less: no headers, summaries or progress.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" deep' -l 'deep' -d 'Decompress and hash every PDF, and decode every annotation.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" sample' -l 'sample' -d 'With a deep check, check only this share of the PDFs, such as 10% (implies --deep).' -rfka ''
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" repair' -l 'repair' -d 'Fix what can be fixed.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" rebuild-catalog' -l 'rebuild-catalog' -d 'Rebuild the catalog from the files first (needs --repair).'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl verify" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl demo" keep' -l 'keep' -d 'Keep the demo store, and print where it is.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl demo" version' -l 'version' -d 'Show the version.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl demo" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'instantctl' -n '__instantctl_should_offer_completions_for_flags_or_options "instantctl help" version' -l 'version' -d 'Show the version.'
