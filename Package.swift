@@ -100,8 +100,18 @@ let package = Package(
         // A release-built benchmark: ingest, deep verify, prune and listing against baselines.
         .executableTarget(
             name: "store-benchmark",
-            dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["InstantStore", "BenchmarkSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/StoreBenchmark"
+        ),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Benchmarks/BenchmarkSupport"
+        ),
+        .executableTarget(
+            name: "ctl-benchmark",
+            dependencies: ["BenchmarkSupport", "InstantStore"],
+            path: "Benchmarks/CtlBenchmark"
         ),
         // A child process the crash and concurrency tests drive and kill.
         .executableTarget(

@@ -9,6 +9,7 @@
 // - peak RSS of ingesting --ingest-mib MiB from a stream, in a child process.
 import Foundation
 import GRDB
+import BenchmarkSupport
 import InstantStore
 
 struct Options {
@@ -211,28 +212,7 @@ row(
 
 // 100k synthetic layers and blobs, written straight into a catalog.
 let bigRoot = work.appendingPathComponent("big")
-let big = try InstantStore(root: bigRoot)
-try big.createLayer(tenant: tenant, document: "seed", layer: "")  // creates the schema and tenant
-let queue = try DatabaseQueue(path: bigRoot.appendingPathComponent("catalog.sqlite").path)
-try queue.write { db in
-    let now = Date()
-    for index in 0..<options.scale {
-        let sha = String(format: "%064x", index + 1)
-        try db.execute(
-            sql: "INSERT INTO blob (sha256, size, storedSize, refCount, createdAt) VALUES (?, 100000, 90000, 1, ?)",
-            arguments: [sha, now])
-        try db.execute(
-            sql:
-                "INSERT INTO document (tenantId, identifier, blobSha256, corrupt, layerCount, createdAt, lastUsedAt) VALUES (1, ?, ?, 0, 1, ?, ?)",
-            arguments: [Data("doc-\(index)".utf8), sha, now, now])
-        try db.execute(
-            sql: """
-                INSERT INTO layer (documentId, name, key, corrupt, createdAt, lastUsedAt, annotationCount, pendingCount, bytes)
-                VALUES (last_insert_rowid(), ?, ?, 0, ?, ?, 12, 0, 32768)
-                """, arguments: [Data(), String(format: "%032x", index), now, now.addingTimeInterval(Double(index))])
-    }
-}
-try queue.close()
+let big = try SyntheticStore.create(at: bigRoot, layers: options.scale)
 let budget = Int64(options.scale) * 200_000
 var listed = 0
 let pruneNothing = try best(of: 5) {

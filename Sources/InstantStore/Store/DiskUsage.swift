@@ -40,28 +40,34 @@ extension InstantStore {
         try catalog.read { db in
             let group = byDocument ? "document.id" : "tenant.id"
             // A PDF is unique to a line when every document using it belongs to that line.
+            // Each total is one GROUP BY pass (no per-line subqueries: 100,000 documents
+            // grouped by document stay linear).
             let lines = try Row.fetchAll(
                 db,
                 sql: """
                     WITH docs AS (
-                        SELECT document.*, tenant.url AS url, \(group) AS grp FROM document
-                        JOIN tenant ON tenant.id = document.tenantId),
-                    pdfs AS (
-                        SELECT DISTINCT grp, blobSha256 FROM docs WHERE blobSha256 IS NOT NULL),
-                    owners AS (
-                        SELECT blobSha256, COUNT(DISTINCT grp) AS groups FROM docs
-                        WHERE blobSha256 IS NOT NULL GROUP BY blobSha256)
-                    SELECT MIN(docs.url), \(byDocument ? "MIN(docs.identifier)" : "NULL"), COUNT(*),
-                        COALESCE(SUM(docs.layerCount), 0),
-                        (SELECT COALESCE(SUM(layer.bytes), 0) FROM layer JOIN docs d2 ON d2.id = layer.documentId
-                            WHERE d2.grp = docs.grp),
-                        (SELECT COALESCE(SUM(blob.storedSize), 0) FROM pdfs JOIN blob ON blob.sha256 = pdfs.blobSha256
-                            JOIN owners ON owners.blobSha256 = pdfs.blobSha256 WHERE pdfs.grp = docs.grp AND owners.groups = 1),
-                        (SELECT COALESCE(SUM(blob.storedSize), 0) FROM pdfs JOIN blob ON blob.sha256 = pdfs.blobSha256
-                            JOIN owners ON owners.blobSha256 = pdfs.blobSha256 WHERE pdfs.grp = docs.grp AND owners.groups > 1),
-                        (SELECT COALESCE(SUM(blob.size), 0) FROM pdfs JOIN blob ON blob.sha256 = pdfs.blobSha256
-                            WHERE pdfs.grp = docs.grp)
-                    FROM docs GROUP BY docs.grp ORDER BY MIN(docs.url), MIN(docs.identifier)
+                        SELECT document.id, document.blobSha256, document.layerCount, document.identifier,
+                               tenant.url AS url, \(group) AS grp
+                        FROM document JOIN tenant ON tenant.id = document.tenantId),
+                    layerBytes AS (SELECT documentId, SUM(bytes) AS bytes FROM layer GROUP BY documentId),
+                    pdfs AS (SELECT DISTINCT grp, blobSha256 FROM docs WHERE blobSha256 IS NOT NULL),
+                    owners AS (SELECT blobSha256, COUNT(*) AS groups FROM pdfs GROUP BY blobSha256),
+                    pdfTotals AS (
+                        SELECT pdfs.grp AS grp,
+                               SUM(CASE WHEN owners.groups = 1 THEN blob.storedSize ELSE 0 END) AS uniqueBytes,
+                               SUM(CASE WHEN owners.groups > 1 THEN blob.storedSize ELSE 0 END) AS sharedBytes,
+                               SUM(blob.size) AS logicalBytes
+                        FROM pdfs JOIN blob ON blob.sha256 = pdfs.blobSha256
+                        JOIN owners ON owners.blobSha256 = pdfs.blobSha256 GROUP BY pdfs.grp),
+                    docTotals AS (
+                        SELECT docs.grp AS grp, MIN(docs.url) AS url, MIN(docs.identifier) AS identifier,
+                               COUNT(*) AS documents, COALESCE(SUM(docs.layerCount), 0) AS layers,
+                               COALESCE(SUM(layerBytes.bytes), 0) AS layerBytes
+                        FROM docs LEFT JOIN layerBytes ON layerBytes.documentId = docs.id GROUP BY docs.grp)
+                    SELECT docTotals.url, \(byDocument ? "docTotals.identifier" : "NULL"), documents, layers,
+                           layerBytes, COALESCE(uniqueBytes, 0), COALESCE(sharedBytes, 0), COALESCE(logicalBytes, 0)
+                    FROM docTotals LEFT JOIN pdfTotals ON pdfTotals.grp = docTotals.grp
+                    ORDER BY docTotals.url, docTotals.identifier
                     """
             ).map { row in
                 let identifier: Data? = row[1]

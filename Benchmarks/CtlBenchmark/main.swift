@@ -1,0 +1,71 @@
+// Measures whole `instantctl` processes over a store of 100,000 layers, side by side with
+// coreutils on the same store's files.
+//
+//   swift build -c release --product instantctl && swift build -c release --product ctl-benchmark
+//   ./.build/release/ctl-benchmark [--layers 100000]
+//
+// Each figure is the best of 5 runs of the whole process (start, open, query, print),
+// output to /dev/null. Baselines: `ls -l` of the 100,000 layer files, and `du -s` of the
+// store directory.
+import BenchmarkSupport
+import Foundation
+import InstantStore
+
+var layers = 100_000
+var arguments = Array(CommandLine.arguments.dropFirst())
+while !arguments.isEmpty {
+    let name = arguments.removeFirst()
+    switch name {
+    case "--layers": layers = arguments.isEmpty ? layers : Int(arguments.removeFirst()) ?? layers
+    default:
+        print("unknown option \(name)")
+        exit(2)
+    }
+}
+
+let instantctl = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("instantctl")
+guard FileManager.default.isExecutableFile(atPath: instantctl.path) else {
+    print("build instantctl first: swift build -c release --product instantctl")
+    exit(1)
+}
+let root = FileManager.default.temporaryDirectory.appendingPathComponent("ctl-bench-\(getpid())")
+defer { try? FileManager.default.removeItem(at: root) }
+print("Creating a store with \(layers) layers (and a file for each)…")
+try SyntheticStore.create(at: root, layers: layers, files: true)
+
+/// Wall time of the best of `runs` runs of `executable arguments`, output discarded.
+func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> Double {
+    var fastest = Double.infinity
+    for _ in 0..<runs {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let start = DispatchTime.now().uptimeNanoseconds
+        try process.run()
+        process.waitUntilExit()
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard process.terminationStatus == 0 else {
+            print("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+            exit(1)
+        }
+        fastest = min(fastest, elapsed)
+    }
+    return fastest
+}
+
+let path = root.path
+let rows: [(String, Double, String, Double?)] = [
+    ("instantctl ls", try best(instantctl.path, ["ls", "--root", path]), "ls -l layers/",
+        try best("/bin/ls", ["-l", root.appendingPathComponent("layers").path])),
+    ("instantctl ls --json", try best(instantctl.path, ["ls", "--json", "--root", path]), "", nil),
+    ("instantctl du", try best(instantctl.path, ["du", "--root", path]), "du -s root", try best("/usr/bin/du", ["-s", path])),
+    ("instantctl du --by document", try best(instantctl.path, ["du", "--by", "document", "--root", path]), "", nil),
+]
+print("\ninstantctl benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(layers + 1) layers, best of 5\n")
+for (name, time, baseline, baseTime) in rows {
+    let base = baseTime.map { String(format: "%@ %6.0f ms   ratio %.2f", baseline, $0 * 1000, time / $0) } ?? ""
+    print(String(format: "%-28@ %6.0f ms   %@   %@", name, time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘", base))
+}
