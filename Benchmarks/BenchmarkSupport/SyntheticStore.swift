@@ -18,7 +18,8 @@ public enum SyntheticStore {
                 let sha = String(format: "%064x", index + 1)
                 let key = String(format: "%032x", index)
                 try db.execute(
-                    sql: "INSERT INTO blob (sha256, size, storedSize, refCount, createdAt) VALUES (?, 100000, 90000, 1, ?)",
+                    sql:
+                        "INSERT INTO blob (sha256, size, storedSize, refCount, createdAt) VALUES (?, 100000, 90000, 1, ?)",
                     arguments: [sha, now])
                 try db.execute(
                     sql: """

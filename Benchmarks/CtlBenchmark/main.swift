@@ -12,11 +12,13 @@ import Foundation
 import InstantStore
 
 var layers = 100_000
+var kept: String?
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
     switch name {
     case "--layers": layers = arguments.isEmpty ? layers : Int(arguments.removeFirst()) ?? layers
+    case "--store": kept = arguments.isEmpty ? nil : arguments.removeFirst()  // reuse or create, and keep
     default:
         print("unknown option \(name)")
         exit(2)
@@ -29,10 +31,14 @@ guard FileManager.default.isExecutableFile(atPath: instantctl.path) else {
     print("build instantctl first: swift build -c release --product instantctl")
     exit(1)
 }
-let root = FileManager.default.temporaryDirectory.appendingPathComponent("ctl-bench-\(getpid())")
-defer { try? FileManager.default.removeItem(at: root) }
-print("Creating a store with \(layers) layers (and a file for each)…")
-try SyntheticStore.create(at: root, layers: layers, files: true)
+let root =
+    kept.map { URL(fileURLWithPath: $0) }
+    ?? FileManager.default.temporaryDirectory.appendingPathComponent("ctl-bench-\(getpid())")
+defer { if kept == nil { try? FileManager.default.removeItem(at: root) } }
+if !FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.sqlite").path) {
+    print("Creating a store with \(layers) layers (and a file for each)…")
+    try SyntheticStore.create(at: root, layers: layers, files: true)
+}
 
 /// Wall time of the best of `runs` runs of `executable arguments`, output discarded.
 func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> Double {
@@ -58,14 +64,21 @@ func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> 
 
 let path = root.path
 let rows: [(String, Double, String, Double?)] = [
-    ("instantctl ls", try best(instantctl.path, ["ls", "--root", path]), "ls -l layers/",
-        try best("/bin/ls", ["-l", root.appendingPathComponent("layers").path])),
+    (
+        "instantctl ls", try best(instantctl.path, ["ls", "--root", path]), "ls -l layers/",
+        try best("/bin/ls", ["-l", root.appendingPathComponent("layers").path])
+    ),
     ("instantctl ls --json", try best(instantctl.path, ["ls", "--json", "--root", path]), "", nil),
-    ("instantctl du", try best(instantctl.path, ["du", "--root", path]), "du -s root", try best("/usr/bin/du", ["-s", path])),
+    (
+        "instantctl du", try best(instantctl.path, ["du", "--root", path]), "du -s root",
+        try best("/usr/bin/du", ["-s", path])
+    ),
     ("instantctl du --by document", try best(instantctl.path, ["du", "--by", "document", "--root", path]), "", nil),
 ]
-print("\ninstantctl benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(layers + 1) layers, best of 5\n")
+print(
+    "\ninstantctl benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(layers + 1) layers, best of 5\n")
 for (name, time, baseline, baseTime) in rows {
     let base = baseTime.map { String(format: "%@ %6.0f ms   ratio %.2f", baseline, $0 * 1000, time / $0) } ?? ""
-    print(String(format: "%-28@ %6.0f ms   %@   %@", name, time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘", base))
+    let padded = name.padding(toLength: 28, withPad: " ", startingAt: 0)
+    print(String(format: "%@ %6.0f ms   %@   %@", padded, time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘", base))
 }

@@ -88,7 +88,7 @@ extension LocalDescriptor {
             "userId": userID.map { .string($0) } ?? .null, "state": .string(state.rawValue),
             "annotations": .integer(annotationCount), "pendingChanges": .integer(pendingChangeCount),
             "layerBytes": .integer(layerBytes), "pdfSha256": pdfSHA256.map { .string($0.hex) } ?? .null,
-            "pdfStoredBytes": .integer(pdfStoredBytes), "lastUsedAt": .string(lastUsedAt.formatted(.iso8601)),
+            "pdfStoredBytes": .integer(pdfStoredBytes), "lastUsedAt": .string(lastUsedAt.iso8601),
         ])
     }
 }

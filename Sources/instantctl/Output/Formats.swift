@@ -13,7 +13,12 @@ enum Formats {
             unit += 1
         }
         if unit == 0 { return "\(count) B" }
-        return String(format: value < 10 ? "%.1f %@" : "%.0f %@", value, units[unit])
+        // Integer arithmetic: String(format:) cost a third of a 100,000-line listing.
+        if value < 9.95 {
+            let tenths = Int((value * 10).rounded())
+            return "\(tenths / 10).\(tenths % 10) \(units[unit])"
+        }
+        return "\(Int(value.rounded())) \(units[unit])"
     }
 
     /// A past moment relative to `now`: `just now`, `5 min ago`, `3 h ago`, `12 days ago`,
@@ -32,8 +37,13 @@ enum Formats {
     /// An identifier as it prints: control characters and the like escaped, so a hostile
     /// name cannot move the cursor or forge a line.
     static func identifier(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\u{7F}" })
-        else { return text }
+        // Fast path on the bytes: C0 controls, DEL, and C1 controls (UTF-8 C2 80…C2 9F).
+        var previous: UInt8 = 0
+        let clean = text.utf8.allSatisfy { byte in
+            defer { previous = byte }
+            return byte >= 0x20 && byte != 0x7F && !(previous == 0xC2 && byte >= 0x80 && byte <= 0x9F)
+        }
+        if clean { return text }
         return text.unicodeScalars.map { $0.escaped(asASCII: false) }.joined()
     }
 
@@ -42,6 +52,18 @@ enum Formats {
 
     /// `3 layers`, `1 layer`.
     static func count(_ value: Int, _ noun: String) -> String { "\(value) \(noun)\(value == 1 ? "" : "s")" }
+}
+
+extension Date {
+    /// `2026-11-22T21:43:14Z`, built by hand: `formatted(.iso8601)` dominated `ls --json`.
+    var iso8601: String {
+        var seconds = time_t(timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
 }
 
 extension LayerReference {

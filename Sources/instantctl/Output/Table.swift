@@ -35,7 +35,7 @@ struct Table {
 
     mutating func add(_ row: [Cell]) {
         for (index, cell) in row.enumerated() where index < widths.count {
-            widths[index] = max(widths[index], cell.text.count)
+            widths[index] = max(widths[index], Table.width(cell.text))
         }
         rows.append(row)
     }
@@ -52,10 +52,17 @@ struct Table {
         return lines.joined(separator: "\n")
     }
 
+    /// Characters on screen; counting bytes when the text is ASCII (the common case) is
+    /// much cheaper than counting grapheme clusters.
+    static func width(_ text: String) -> Int {
+        let utf8 = text.utf8
+        return utf8.allSatisfy { $0 < 0x80 } ? utf8.count : text.count
+    }
+
     private func line(_ row: [Cell], colour: Bool) -> String {
         var line = ""
         for (index, cell) in row.enumerated() {
-            let padding = String(repeating: " ", count: max(0, widths[index] - cell.text.count))
+            let padding = String(repeating: " ", count: max(0, widths[index] - Table.width(cell.text)))
             let text = colour ? (cell.style?(cell.text) ?? cell.text) : cell.text
             if index > 0 { line += "  " }
             if rightAligned.contains(index) {
