@@ -138,13 +138,12 @@ struct RemovalScope {
         let inScope: [LocalDescriptor]
         let targets: [Target]
         if all {
-            let tenants = tenant.map { [$0] } ?? Array(Set(descriptors.map(\.tenant))).sorted()
             let known = Set(try store.cacheEntries(tenant: tenant).map(\.tenant)).union(descriptors.map(\.tenant))
             if let tenant, !known.contains(tenant) {
                 throw CommandError(message: "nothing is stored for \(tenant)", status: ExitStatus.problems)
             }
             inScope = descriptors
-            targets = (tenant == nil ? Array(known).sorted() : tenants).map { .tenant($0) }
+            targets = (tenant.map { [$0] } ?? known.sorted()).map { .tenant($0) }
         } else {
             guard let document else { throw CommandError.usage("--document is needed") }
             let owners = Set(

@@ -25,11 +25,19 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the existing store; a missing one is an error, not a new empty store.
     func openStore() throws -> InstantStore {
         let url = rootURL
-        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("catalog.sqlite").path) else {
+        guard let store = try Self.existingStore(at: url) else {
             throw CommandError(
                 message: "no store at \(url.path) (set --root or INSTANT_HOME)", status: ExitStatus.unavailable)
         }
-        return try InstantStore(root: url)
+        return store
+    }
+
+    /// The store at `root`, or nil when there is none: opening must never create one.
+    static func existingStore(at root: URL) throws -> InstantStore? {
+        guard FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.sqlite").path) else {
+            return nil
+        }
+        return try InstantStore(root: root)
     }
 
     var output: Output { Output(json: json, quiet: quiet) }

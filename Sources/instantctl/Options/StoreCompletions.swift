@@ -23,9 +23,7 @@ enum StoreCompletions {
     /// of the `--tenant` typed, if any. Nothing when there is no store.
     private static func descriptors(_ words: [String]) -> [LocalDescriptor] {
         let root = value(of: "--root", in: words).map { URL(fileURLWithPath: $0) } ?? StoreLayout.defaultRoot()
-        guard FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.sqlite").path),
-            let store = try? InstantStore(root: root)
-        else { return [] }
+        guard let store = try? GlobalOptions.existingStore(at: root) else { return [] }
         let tenant = value(of: "--tenant", in: words).flatMap { try? TenantURL($0) }
         return (try? store.localDescriptors(tenant: tenant)) ?? []
     }
