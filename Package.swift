@@ -39,6 +39,8 @@ let package = Package(
                 "CZstd",
                 "CPlatform",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The SQLite C API, for decoding listing rows without intermediate copies.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -8,6 +8,12 @@ public struct BlobHash: Sendable, Hashable, Comparable, CustomStringConvertible,
 
     /// Accepts 64 hex digits in either case (and an ETag's quotes); nil otherwise.
     public init?(hex text: String) {
+        // Fast path: already 64 lowercase hex digits, as the catalog stores them. Listing
+        // 100,000 layers decodes one hash per row.
+        if text.utf8.count == 64 && text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) {
+            hex = text
+            return
+        }
         var text = Substring(text)
         if text.hasPrefix("W/") { text = text.dropFirst(2) }
         if text.hasPrefix("\"") && text.hasSuffix("\"") && text.count >= 2 { text = text.dropFirst().dropLast() }

@@ -76,6 +76,13 @@ final class Catalog: Sendable {
         do { return try pool.read(body) } catch { throw Catalog.map(error, path: path) }
     }
 
+    /// SQL for a date column as integer milliseconds since 1970, parsed by SQLite: much
+    /// cheaper per row than decoding GRDB's text dates in Swift. Read it back with
+    /// `Date(timeIntervalSince1970: Double(milliseconds) / 1000)`.
+    static func milliseconds(_ column: String) -> String {
+        "CAST(ROUND((julianday(\(column)) - 2440587.5) * 86400000.0) AS INTEGER)"
+    }
+
     /// Turns GRDB's and the file system's errors into ``StoreError``s.
     static func map(_ error: any Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }

@@ -54,29 +54,44 @@ extension InstantStore {
     /// only, so it stays fast with 100,000 layers.
     public func localDescriptors(tenant: TenantURL? = nil) throws(StoreError) -> [LocalDescriptor] {
         try catalog.read { db in
+            // Tenants are few: each row carries the tenant's id, not its URL. Dates come as
+            // milliseconds from SQLite's own parser, and identifiers straight from SQLite's
+            // buffer (``StoredText``): decoding was most of a 100,000-layer listing.
+            var tenants: [Int64: TenantURL] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT id, url FROM tenant") {
+                tenants[row[0]] = TenantURL(normalized: row[1])
+            }
+            var tenantID: Int64?
+            if let tenant {
+                tenantID = tenants.first { $0.value == tenant }?.key
+                if tenantID == nil { return [] }
+            }
             let rows = try Row.fetchCursor(
                 db,
                 sql: """
-                    SELECT tenant.url, document.identifier, layer.name, layer.userId, layer.annotationCount,
-                           layer.pendingCount, layer.bytes, document.blobSha256, blob.storedSize, layer.lastUsedAt,
-                           layer.corrupt OR document.corrupt
+                    SELECT document.tenantId, document.identifier, layer.name, layer.userId, layer.annotationCount,
+                           layer.pendingCount, layer.bytes, document.blobSha256, blob.storedSize,
+                           \(Catalog.milliseconds("layer.lastUsedAt")), layer.corrupt OR document.corrupt
                     FROM layer JOIN document ON document.id = layer.documentId
-                    JOIN tenant ON tenant.id = document.tenantId
                     LEFT JOIN blob ON blob.sha256 = document.blobSha256
-                    \(tenant == nil ? "" : "WHERE tenant.url = ?")
+                    \(tenantID == nil ? "" : "WHERE document.tenantId = ?")
                     ORDER BY layer.lastUsedAt, layer.id
-                    """, arguments: StatementArguments(tenant.map { [$0.string] } ?? []))
+                    """, arguments: StatementArguments(tenantID.map { [$0] } ?? []))
             var result: [LocalDescriptor] = []
+            result.reserveCapacity(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM layer") ?? 0)
             while let row = try rows.next() {
-                let user: Data? = row[3]
+                let tenantID: Int64 = row[0]
+                guard let tenant = tenants[tenantID] else { continue }  // a snapshot: cannot happen
+                let user: StoredText? = row[3]
                 let pdf: String? = row[7]
+                let milliseconds: Int64 = row[9]
                 result.append(
                     LocalDescriptor(
-                        tenant: TenantURL(normalized: row[0]), documentIdentifier: String(storedBytes: row[1]),
-                        layerName: String(storedBytes: row[2]), userID: user.map { String(storedBytes: $0) },
+                        tenant: tenant, documentIdentifier: (row[1] as StoredText).string,
+                        layerName: (row[2] as StoredText).string, userID: user?.string,
                         annotationCount: row[4], pendingChangeCount: row[5], layerBytes: row[6],
                         pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, pdfStoredBytes: row[8] ?? 0,
-                        lastUsedAt: row[9], isCorrupted: row[10]))
+                        lastUsedAt: Date(timeIntervalSince1970: Double(milliseconds) / 1000), isCorrupted: row[10]))
             }
             return result
         }

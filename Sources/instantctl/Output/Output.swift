@@ -35,6 +35,11 @@ struct Output {
         Output.write(Array((text + "\n").utf8), to: STDOUT_FILENO)
     }
 
+    /// Prints UTF-8 lines that already end in a newline (a rendered ``Table``).
+    func print(lines: [UInt8]) {
+        Output.write(lines, to: STDOUT_FILENO)
+    }
+
     /// Prints a summary line, unless --quiet or --json.
     func summary(_ text: String) {
         if !quiet && !json { print(text) }
