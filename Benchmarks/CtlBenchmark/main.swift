@@ -5,8 +5,8 @@
 //   ./.build/release/ctl-benchmark [--layers 100000]
 //
 // Each figure is the best of 5 runs of the whole process (start, open, query, print),
-// output to /dev/null. Baselines: `ls -l` of the 100,000 layer files, and `du -s` of the
-// store directory.
+// output to /dev/null, timed from posix_spawn to waitpid. Baselines: `ls -l` of the
+// 100,000 layer files, and `du -s` of the store directory.
 import BenchmarkSupport
 import Foundation
 import InstantStore
@@ -42,24 +42,7 @@ if !FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.
 
 /// Wall time of the best of `runs` runs of `executable arguments`, output discarded.
 func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> Double {
-    var fastest = Double.infinity
-    for _ in 0..<runs {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = DispatchTime.now().uptimeNanoseconds
-        try process.run()
-        process.waitUntilExit()
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        guard process.terminationStatus == 0 else {
-            print("\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
-            exit(1)
-        }
-        fastest = min(fastest, elapsed)
-    }
-    return fastest
+    try ProcessTiming.best(of: runs, executable, arguments)
 }
 
 let path = root.path

@@ -51,12 +51,10 @@ public struct CacheEntry: Sendable, Equatable, Codable {
 
 extension InstantStore {
     /// Every stored layer (of one tenant, or of all), oldest use first. Reads the catalog
-    /// only, so it stays fast with 100,000 layers.
+    /// only, so it stays fast with 100,000 layers (see ``LocalDescriptorScan``).
     public func localDescriptors(tenant: TenantURL? = nil) throws(StoreError) -> [LocalDescriptor] {
         try catalog.read { db in
-            // Tenants are few: each row carries the tenant's id, not its URL. Dates come as
-            // milliseconds from SQLite's own parser, and identifiers straight from SQLite's
-            // buffer (``StoredText``): decoding was most of a 100,000-layer listing.
+            // Tenants are few: rows carry the tenant's id, not its URL.
             var tenants: [Int64: TenantURL] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT id, url FROM tenant") {
                 tenants[row[0]] = TenantURL(normalized: row[1])
@@ -66,34 +64,7 @@ extension InstantStore {
                 tenantID = tenants.first { $0.value == tenant }?.key
                 if tenantID == nil { return [] }
             }
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT document.tenantId, document.identifier, layer.name, layer.userId, layer.annotationCount,
-                           layer.pendingCount, layer.bytes, document.blobSha256, blob.storedSize,
-                           \(Catalog.milliseconds("layer.lastUsedAt")), layer.corrupt OR document.corrupt
-                    FROM layer JOIN document ON document.id = layer.documentId
-                    LEFT JOIN blob ON blob.sha256 = document.blobSha256
-                    \(tenantID == nil ? "" : "WHERE document.tenantId = ?")
-                    ORDER BY layer.lastUsedAt, layer.id
-                    """, arguments: StatementArguments(tenantID.map { [$0] } ?? []))
-            var result: [LocalDescriptor] = []
-            result.reserveCapacity(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM layer") ?? 0)
-            while let row = try rows.next() {
-                let tenantID: Int64 = row[0]
-                guard let tenant = tenants[tenantID] else { continue }  // a snapshot: cannot happen
-                let user: StoredText? = row[3]
-                let pdf: String? = row[7]
-                let milliseconds: Int64 = row[9]
-                result.append(
-                    LocalDescriptor(
-                        tenant: tenant, documentIdentifier: (row[1] as StoredText).string,
-                        layerName: (row[2] as StoredText).string, userID: user?.string,
-                        annotationCount: row[4], pendingChangeCount: row[5], layerBytes: row[6],
-                        pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, pdfStoredBytes: row[8] ?? 0,
-                        lastUsedAt: Date(timeIntervalSince1970: Double(milliseconds) / 1000), isCorrupted: row[10]))
-            }
-            return result
+            return try LocalDescriptorScan.run(db, tenants: tenants, tenantID: tenantID)
         }
     }
 

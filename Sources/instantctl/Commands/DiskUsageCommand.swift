@@ -53,7 +53,7 @@ struct DiskUsageCommand: ParsableCommand {
             ]
             table.add(row)
         }
-        if !table.isEmpty { output.print(lines: table.render(colour: Output.colour, header: !options.quiet)) }
+        if !table.isEmpty { table.render(colour: Output.colour, header: !options.quiet) { output.print(lines: $0) } }
         output.summary(
             "total \(Formats.bytes(usage.totalStoredBytes)) on disk, \(Formats.bytes(usage.totalLogicalBytes)) logical"
                 + " (each PDF once); prune would free \(Formats.bytes(usage.reclaimableBytes))")

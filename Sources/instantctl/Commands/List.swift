@@ -50,39 +50,36 @@ struct List: ParsableCommand {
             ["TENANT", "DOCUMENT", "LAYER", "STATE", "ANNOTATIONS", "PENDING", "SIZE", "PDF", "LAST USED"],
             rightAligned: [4, 5, 6, 7])
         table.reserve(rows: descriptors.count)
-        for descriptor in descriptors { add(descriptor, to: &table, now: now) }
-        output.print(lines: table.render(colour: Output.colour, header: !options.quiet))
+        // By index: `for descriptor in descriptors` would copy (retain and release) each one.
+        for index in descriptors.indices { add(descriptors[index], to: &table, now: now) }
+        table.render(colour: Output.colour, header: !options.quiet) { output.print(lines: $0) }
         let pending = descriptors.reduce(Int64(0)) { $0 + $1.pendingChangeCount }
         output.summary(
             "\(Formats.count(descriptors.count, "layer"))"
                 + (pending > 0 ? ", \(Formats.count(Int(pending), "change")) not yet synced" : ""))
     }
 
-    private func add(_ descriptor: LocalDescriptor, to table: inout Table, now: Date) {
-        let layer = Formats.layer(descriptor.layerName)
+    private func add(_ descriptor: borrowing LocalDescriptor, to table: inout Table, now: Date) {
         let pending = descriptor.pendingChangeCount
-        let pdf = descriptor.pdfSHA256 == nil ? "-" : Formats.bytes(descriptor.pdfStoredBytes)
-        let dim: ((String) -> String)? = descriptor.layerName.isEmpty ? { Style.dim($0) } : nil
-        let warn: ((String) -> String)? = pending > 0 ? { Style.yellow($0) } : nil
-        table.append(Table.Cell(descriptor.tenant.string))
-        table.append(Table.Cell(Formats.identifier(descriptor.documentIdentifier)))
-        table.append(Table.Cell(layer, style: dim))
-        table.append(Table.Cell(descriptor.state.rawValue, style: descriptor.state.style))
-        table.append(Table.Cell(String(descriptor.annotationCount)))
-        table.append(Table.Cell(String(pending), style: warn))
-        table.append(Table.Cell(Formats.bytes(descriptor.layerBytes)))
-        table.append(Table.Cell(pdf))
-        table.append(Table.Cell(Formats.age(descriptor.lastUsedAt, now: now)))
+        table.append(descriptor.tenant.string)
+        table.append(Formats.identifier(descriptor.documentIdentifier))
+        table.append(Formats.layer(descriptor.layerName), style: descriptor.layerName.isEmpty ? .dim : nil)
+        table.append(descriptor.state.rawValue, style: descriptor.state.style)
+        table.append(String(descriptor.annotationCount))
+        table.append(String(pending), style: pending > 0 ? .yellow : nil)
+        table.append(Formats.bytes(descriptor.layerBytes))
+        table.append(descriptor.pdfSHA256 == nil ? "-" : Formats.bytes(descriptor.pdfStoredBytes))
+        table.append(Formats.age(descriptor.lastUsedAt, now: now))
     }
 }
 
 extension LocalState {
-    var style: ((String) -> String)? {
+    var style: Style? {
         switch self {
         case .clean: nil
-        case .dirty: Style.yellow
-        case .unknown: Style.dim
-        case .invalid: Style.red
+        case .dirty: .yellow
+        case .unknown: .dim
+        case .invalid: .red
         }
     }
 }

@@ -30,7 +30,7 @@ enum Formats {
         case ..<3600: return "\(Int(seconds / 60)) min ago"
         case ..<86400: return "\(Int(seconds / 3600)) h ago"
         case ..<(86400 * 60): return "\(Int(seconds / 86400)) days ago"
-        default: return date.formatted(.iso8601.year().month().day())
+        default: return date.iso8601Day
         }
     }
 
@@ -57,13 +57,25 @@ enum Formats {
 extension Date {
     /// `2026-11-22T21:43:14Z`, built by hand: `formatted(.iso8601)` dominated `ls --json`.
     var iso8601: String {
+        let parts = utc
+        return "\(iso8601Day(parts))T\(Date.two(parts.tm_hour)):\(Date.two(parts.tm_min)):\(Date.two(parts.tm_sec))Z"
+    }
+
+    /// `2026-11-22` (UTC), built by hand like ``iso8601``.
+    var iso8601Day: String { iso8601Day(utc) }
+
+    private var utc: tm {
         var seconds = time_t(timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        return parts
     }
+
+    private func iso8601Day(_ parts: tm) -> String {
+        "\(parts.tm_year + 1900)-\(Date.two(parts.tm_mon + 1))-\(Date.two(parts.tm_mday))"
+    }
+
+    private static func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
 }
 
 extension LayerReference {

@@ -75,12 +75,13 @@ struct Output {
 }
 
 /// ANSI styles, applied only when ``Output/colour`` allows.
-enum Style {
-    static func bold(_ text: String) -> String { wrap(text, "1") }
-    static func red(_ text: String) -> String { wrap(text, "31") }
-    static func green(_ text: String) -> String { wrap(text, "32") }
-    static func yellow(_ text: String) -> String { wrap(text, "33") }
-    static func dim(_ text: String) -> String { wrap(text, "2") }
+///
+/// ```swift
+/// Style.red("instantctl:")  // "\u{1B}[31minstantctl:\u{1B}[0m"
+/// ```
+enum Style: UInt8 {
+    case bold = 1, dim = 2, red = 31, green = 32, yellow = 33
 
-    private static func wrap(_ text: String, _ code: String) -> String { "\u{1B}[\(code)m\(text)\u{1B}[0m" }
+    /// `text` in this style.
+    func callAsFunction(_ text: String) -> String { "\u{1B}[\(rawValue)m\(text)\u{1B}[0m" }
 }
