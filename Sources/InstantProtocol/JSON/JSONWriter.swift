@@ -10,14 +10,53 @@
 /// writer.write(.object(["b": .integer(1), "a": .string("x/y")]))
 /// String(decoding: writer.bytes, as: UTF8.self)  // {"a":"x/y","b":1}
 /// ```
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+///
+/// Long documents can be written a piece at a time, taking ``bytes`` out as they grow:
+///
+/// ```swift
+/// writer.append("[")
+/// for (index, row) in rows.enumerated() {
+///     if index > 0 { writer.append(",") }
+///     writer.writeObject(["id": .integer(row.id), "name": .string(row.name)])  // keys in order
+///     if writer.bytes.count > 65_536 { send(writer.takeBytes()) }
+/// }
+/// writer.append("]")
+/// ```
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
 
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    /// Returns the bytes written so far and starts again from empty, keeping the capacity.
+    public mutating func takeBytes() -> [UInt8] {
+        let taken = bytes
+        bytes.removeAll(keepingCapacity: true)
+        return taken
+    }
+
+    /// Appends JSON punctuation or other text that is already valid JSON as it stands.
+    public mutating func append(_ literal: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends an object whose members are written in the order given: no dictionary to
+    /// build and no keys to sort, for the rows of a long listing. Give the keys in
+    /// ascending order to keep the output canonical (checked in debug builds).
+    public mutating func writeObject(_ members: KeyValuePairs<String, JSONValue>) {
+        assert(zip(members.dropFirst(), members).allSatisfy { $0.key > $1.key }, "keys out of order")
+        bytes.append(UInt8(ascii: "{"))
+        for (position, member) in members.enumerated() {
+            if position > 0 { bytes.append(UInt8(ascii: ",")) }
+            write(member.key)
+            bytes.append(UInt8(ascii: ":"))
+            write(member.value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
 
     /// Appends `value`. Doubles that are not finite have no JSON form and are written as
     /// `null` (no parser produces them).
-    mutating func write(_ value: JSONValue) {
+    public mutating func write(_ value: JSONValue) {
         switch value {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
@@ -46,7 +85,7 @@ struct JSONWriter {
 
     /// Appends `text` as a JSON string: `"` and `\` escaped, control characters as `\n`,
     /// `\t`… or `\u00XX`, everything else as it is.
-    mutating func write(_ text: String) {
+    public mutating func write(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
@@ -74,7 +113,4 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    private mutating func append(_ literal: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-    }
 }

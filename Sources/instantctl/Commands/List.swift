@@ -38,7 +38,7 @@ struct List: ParsableCommand {
         }
         let output = options.output
         if options.json {
-            output.print(json: .object(["layers": .array(descriptors.map(\.json))]))
+            printJSON(descriptors, to: output)
             return
         }
         guard !descriptors.isEmpty else {
@@ -84,14 +84,32 @@ extension LocalState {
     }
 }
 
+extension List {
+    /// `{"layers":[…]}`, written row by row in 64 KiB pieces: the same canonical JSON as
+    /// building the whole document as a value, without 100,000 dictionaries.
+    private func printJSON(_ descriptors: [LocalDescriptor], to output: Output) {
+        var writer = JSONWriter(capacity: 1 << 17)
+        writer.append(#"{"layers":["#)
+        for index in descriptors.indices {
+            if index > 0 { writer.append(",") }
+            writer.writeObject(descriptors[index].jsonMembers)
+            if writer.bytes.count >= 1 << 16 { output.print(lines: writer.takeBytes()) }
+        }
+        writer.append("]}\n")
+        output.print(lines: writer.takeBytes())
+    }
+}
+
 extension LocalDescriptor {
-    var json: JSONValue {
-        .object([
-            "tenant": .string(tenant.string), "document": .string(documentIdentifier), "layer": .string(layerName),
-            "userId": userID.map { .string($0) } ?? .null, "state": .string(state.rawValue),
-            "annotations": .integer(annotationCount), "pendingChanges": .integer(pendingChangeCount),
+    /// The members of a layer's JSON object, keys in ascending order.
+    var jsonMembers: KeyValuePairs<String, JSONValue> {
+        [
+            "annotations": .integer(annotationCount), "document": .string(documentIdentifier),
+            "lastUsedAt": .string(lastUsedAt.iso8601), "layer": .string(layerName),
             "layerBytes": .integer(layerBytes), "pdfSha256": pdfSHA256.map { .string($0.hex) } ?? .null,
-            "pdfStoredBytes": .integer(pdfStoredBytes), "lastUsedAt": .string(lastUsedAt.iso8601),
-        ])
+            "pdfStoredBytes": .integer(pdfStoredBytes), "pendingChanges": .integer(pendingChangeCount),
+            "state": .string(state.rawValue), "tenant": .string(tenant.string),
+            "userId": userID.map { .string($0) } ?? .null,
+        ]
     }
 }
