@@ -2,23 +2,27 @@
 // coreutils on the same store's files.
 //
 //   swift build -c release --product instantctl && swift build -c release --product ctl-benchmark
-//   ./.build/release/ctl-benchmark [--layers 100000]
+//   ./.build/release/ctl-benchmark [--layers 100000] [--store DIR] [--compare OTHER-INSTANTCTL]
 //
 // Each figure is the best of 5 runs of the whole process (start, open, query, print),
 // output to /dev/null, timed from posix_spawn to waitpid. Baselines: `ls -l` of the
-// 100,000 layer files, and `du -s` of the store directory.
+// 100,000 layer files, and `du -s` of the store directory. With `--compare`, another
+// build of instantctl (an earlier commit, say) runs the same commands in the same run.
+// `--store DIR` keeps the synthetic store there (and reuses it if it exists).
 import BenchmarkSupport
 import Foundation
 import InstantStore
 
 var layers = 100_000
 var kept: String?
+var compared: String?
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
     switch name {
     case "--layers": layers = arguments.isEmpty ? layers : Int(arguments.removeFirst()) ?? layers
     case "--store": kept = arguments.isEmpty ? nil : arguments.removeFirst()  // reuse or create, and keep
+    case "--compare": compared = arguments.isEmpty ? nil : arguments.removeFirst()
     default:
         print("unknown option \(name)")
         exit(2)
@@ -46,22 +50,26 @@ func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> 
 }
 
 let path = root.path
-let rows: [(String, Double, String, Double?)] = [
-    (
-        "instantctl ls", try best(instantctl.path, ["ls", "--root", path]), "ls -l layers/",
-        try best("/bin/ls", ["-l", root.appendingPathComponent("layers").path])
-    ),
-    ("instantctl ls --json", try best(instantctl.path, ["ls", "--json", "--root", path]), "", nil),
-    (
-        "instantctl du", try best(instantctl.path, ["du", "--root", path]), "du -s root",
-        try best("/usr/bin/du", ["-s", path])
-    ),
-    ("instantctl du --by document", try best(instantctl.path, ["du", "--by", "document", "--root", path]), "", nil),
+let commands: [(arguments: [String], baseline: (name: String, executable: String, arguments: [String])?)] = [
+    (["ls"], ("ls -l layers/", "/bin/ls", ["-l", root.appendingPathComponent("layers").path])),
+    (["ls", "--json"], nil),
+    (["du"], ("du -s root", "/usr/bin/du", ["-s", path])),
+    (["du", "--by", "document"], nil),
 ]
 print(
     "\ninstantctl benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(layers + 1) layers, best of 5\n")
-for (name, time, baseline, baseTime) in rows {
-    let base = baseTime.map { String(format: "%@ %6.0f ms   ratio %.2f", baseline, $0 * 1000, time / $0) } ?? ""
-    let padded = name.padding(toLength: 28, withPad: " ", startingAt: 0)
-    print(String(format: "%@ %6.0f ms   %@   %@", padded, time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘", base))
+for command in commands {
+    let time = try best(instantctl.path, command.arguments + ["--root", path])
+    var line =
+        "instantctl \(command.arguments.joined(separator: " "))".padding(toLength: 28, withPad: " ", startingAt: 0)
+        + String(format: " %6.0f ms  %@", time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘")
+    if let compared {
+        let before = try best(compared, command.arguments + ["--root", path])
+        line += String(format: "   compared build %6.0f ms (%.2f×)", before * 1000, before / time)
+    }
+    if let baseline = command.baseline {
+        let base = try best(baseline.executable, baseline.arguments)
+        line += String(format: "   %@ %6.0f ms (ratio %.2f)", baseline.name, base * 1000, time / base)
+    }
+    print(line)
 }

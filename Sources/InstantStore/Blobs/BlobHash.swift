@@ -93,12 +93,15 @@ public struct BlobHash: Sendable, Hashable, Comparable, CustomStringConvertible,
             var word: UInt64 = 0
             for index in start..<start + 16 {
                 let byte = digits[index]
+                let decimal = byte &- UInt8(ascii: "0")  // 0…9 for a digit
+                let letter = (byte | 0x20) &- UInt8(ascii: "a")  // 0…5 for a…f or A…F
                 let value: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte &- UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte &- UInt8(ascii: "a") &+ 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte &- UInt8(ascii: "A") &+ 10
-                default: return nil
+                if decimal < 10 {
+                    value = decimal
+                } else if letter < 6 {
+                    value = letter &+ 10
+                } else {
+                    return nil
                 }
                 word = word << 4 | UInt64(value)
             }

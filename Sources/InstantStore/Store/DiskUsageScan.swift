@@ -118,17 +118,18 @@ enum DiskUsageScan {
             lines[pair.line].logicalPDFBytes += use.size
         }
 
-        // SQLite's order: by bytes, tenant first.
-        let tenantRank = Dictionary(
+        // SQLite's order: by bytes, tenant first (its rank among the tenants' URLs).
+        let ranks = Dictionary(
             uniqueKeysWithValues: tenants.values.sorted { $0.string.utf8.lexicographicallyPrecedes($1.string.utf8) }
                 .enumerated().map { ($1, $0) })
-        lines.sort { left, right in
-            let (leftRank, rightRank) = (tenantRank[left.tenant] ?? 0, tenantRank[right.tenant] ?? 0)
-            if leftRank != rightRank { return leftRank < rightRank }
-            return (left.documentIdentifier ?? "").utf8.lexicographicallyPrecedes((right.documentIdentifier ?? "").utf8)
+        var order = lines.indices.map { (rank: ranks[lines[$0].tenant] ?? 0, index: $0) }
+        order.sort { left, right in
+            if left.rank != right.rank { return left.rank < right.rank }
+            return (lines[left.index].documentIdentifier ?? "").utf8.lexicographicallyPrecedes(
+                (lines[right.index].documentIdentifier ?? "").utf8)
         }
         return DiskUsage(
-            lines: lines, totalStoredBytes: storedBytes + layerBytes, totalLogicalBytes: logicalBytes + layerBytes,
-            reclaimableBytes: reclaimable)
+            lines: order.map { lines[$0.index] }, totalStoredBytes: storedBytes + layerBytes,
+            totalLogicalBytes: logicalBytes + layerBytes, reclaimableBytes: reclaimable)
     }
 }
