@@ -59,6 +59,10 @@ public enum StoreError: Error, Sendable, Equatable {
     case compression(reason: String)
     /// A removal asked to keep pending changes found layers holding some; nothing was removed.
     case pendingChanges(layers: Int, changes: Int64)
+    /// Nothing at all (no document, no layer) is stored for this tenant.
+    case nothingStored(tenant: String)
+    /// A document identifier without a tenant matches documents of several tenants.
+    case ambiguousDocument(document: String, tenants: [String])
 
     /// A short, stable, machine-readable code for the case.
     public var code: String {
@@ -86,6 +90,8 @@ public enum StoreError: Error, Sendable, Equatable {
         case .busy: "busy"
         case .compression: "compression_failure"
         case .pendingChanges: "pending_changes"
+        case .nothingStored: "nothing_stored"
+        case .ambiguousDocument: "ambiguous_document"
         }
     }
 }
@@ -140,6 +146,11 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .pendingChanges(let layers, let changes):
             "\(changes) local change\(changes == 1 ? "" : "s") in \(layers) layer\(layers == 1 ? "" : "s") "
                 + "would be lost (not yet synced); nothing was removed. Sync first, export them, or force the removal"
+        case .nothingStored(let tenant):
+            "nothing is stored for \(tenant)"
+        case .ambiguousDocument(let document, let tenants):
+            "document \(StoreError.quoted(document)) is stored for several tenants (\(tenants.joined(separator: ", "))); "
+                + "name one"
         }
     }
 

@@ -30,6 +30,7 @@ enum ExitStatus {
     static func status(for error: StoreError) -> ExitCode {
         switch error {
         case .pendingChanges: refused
+        case .ambiguousDocument: usage
         case .busy, .catalogCorrupt, .unsupportedFormatVersion, .database, .io: unavailable
         default: problems
         }

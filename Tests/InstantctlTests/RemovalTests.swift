@@ -32,6 +32,30 @@ import Testing
         }
     }
 
+    @Test func rmSaysWhatItCannotFind() async throws {
+        try await withDemoStore { root, store in
+            let before = try store.localDescriptors()
+            let unknown = try await instantctl(["rm", "--document", "nope"], root: root)
+            #expect(unknown.status == 1)
+            #expect(unknown.error.contains(#"no document "nope" is stored for any tenant"#), "\(unknown.error)")
+            let layer = try await instantctl(["rm", "--document", "handbook", "--layer", "nope"], root: root)
+            #expect(layer.status == 1)
+            #expect(layer.error.contains(#"no layer "nope" of document "handbook""#), "\(layer.error)")
+            let nobody = try await instantctl(["rm", "--all", "--tenant", "https://nobody.example"], root: root)
+            #expect(nobody.status == 1)
+            #expect(nobody.error.contains("nothing is stored for https://nobody.example"), "\(nobody.error)")
+            // The same identifier under two tenants: rm asks which.
+            try store.createLayer(tenant: globex, document: "handbook", layer: "").close()
+            let ambiguous = try await instantctl(["rm", "--document", "handbook"], root: root)
+            #expect(ambiguous.status == 2)
+            #expect(ambiguous.error.contains("several tenants (\(acme), \(globex))"), "\(ambiguous.error)")
+            #expect(try store.localDescriptors().count == before.count + 1)
+            let named = try await instantctl(["rm", "--document", "handbook", "--tenant", globex.string], root: root)
+            #expect(named.status == 0, "\(named.error)")
+            #expect(try store.localDescriptors() == before)
+        }
+    }
+
     @Test func rmExportWritesTheChangesThenRemovesThem() async throws {
         try await withDemoStore { root, store in
             let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")

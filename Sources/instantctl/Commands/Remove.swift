@@ -55,7 +55,7 @@ struct Remove: ParsableCommand {
 
     func run() throws {
         let store = try options.openStore()
-        let scope = try RemovalScope.resolve(tenant: tenant, document: document, layer: layer, all: all, in: store)
+        let scope = try RemovalScope.resolve(request, in: store)
         let output = options.output
         var policy: PendingChangesPolicy = force ? .discard : .refuse
         var exported: PendingChangesExport?
@@ -73,7 +73,7 @@ struct Remove: ParsableCommand {
         }
         var report = RemovalReport()
         do {
-            for target in scope.targets { report.merge(try target.remove(from: store, policy)) }
+            report = try scope.remove(from: store, policy: policy)
         } catch .pendingChanges(let layers, let changes) {  // changes made while rm ran
             throw refusal(layers: layers, changes: changes)
         }
@@ -95,6 +95,14 @@ struct Remove: ParsableCommand {
         output.summary(summary)
     }
 
+    /// What the options name, for ``RemovalScope/resolve(_:in:)`` (`validate()` has
+    /// ensured `--document` unless `--all`).
+    private var request: RemovalScope.Request {
+        guard let document else { return .all(tenant: tenant) }
+        guard let layer else { return .document(document, tenant: tenant) }
+        return .layer(layer, document: document, tenant: tenant)
+    }
+
     private func refusal(layers: Int, changes: Int64) -> CommandError {
         CommandError(
             message: """
@@ -102,84 +110,5 @@ struct Remove: ParsableCommand {
                 not yet synced would be lost. Sync first, or save them with --export FILE, or discard \
                 them with --force. (`instantctl ls --dirty` lists them.)
                 """, status: ExitStatus.refused)
-    }
-}
-
-/// What an `rm` removes, resolved against the store.
-struct RemovalScope {
-    enum Target {
-        case layer(LayerReference)
-        case document(DocumentReference)
-        case tenant(TenantURL)
-
-        func remove(from store: InstantStore, _ policy: PendingChangesPolicy) throws(StoreError) -> RemovalReport {
-            switch self {
-            case .layer(let reference):
-                try store.removeLayer(
-                    tenant: reference.tenant, document: reference.document, layer: reference.layer,
-                    pendingChanges: policy)
-            case .document(let reference):
-                try store.removeDocument(tenant: reference.tenant, document: reference.document, pendingChanges: policy)
-            case .tenant(let tenant):
-                try store.removeTenant(tenant, pendingChanges: policy)
-            }
-        }
-    }
-
-    var targets: [Target]
-    /// Layers in scope holding changes not yet synced (by the catalog's count).
-    var dirtyLayers: [LayerReference]
-    var pendingChanges: Int64
-
-    static func resolve(tenant: TenantURL?, document: String?, layer: String?, all: Bool, in store: InstantStore)
-        throws -> RemovalScope
-    {
-        let descriptors = try store.localDescriptors(tenant: tenant)
-        let inScope: [LocalDescriptor]
-        let targets: [Target]
-        if all {
-            let known = Set(try store.cacheEntries(tenant: tenant).map(\.tenant)).union(descriptors.map(\.tenant))
-            if let tenant, !known.contains(tenant) {
-                throw CommandError(message: "nothing is stored for \(tenant)", status: ExitStatus.problems)
-            }
-            inScope = descriptors
-            targets = (tenant.map { [$0] } ?? known.sorted()).map { .tenant($0) }
-        } else {
-            guard let document else { throw CommandError.usage("--document is needed") }
-            let owners = Set(
-                try store.cacheEntries(tenant: tenant).filter { $0.documentIdentifier == document }.map(\.tenant))
-            guard let owner = owners.first else {
-                throw CommandError(
-                    message:
-                        "no document \(Formats.identifier(document)) is stored\(tenant.map { " for \($0)" } ?? "")",
-                    status: ExitStatus.problems)
-            }
-            guard owners.count == 1 else {
-                throw CommandError.usage(
-                    "document \(Formats.identifier(document)) is stored for several tenants; pick one with --tenant: "
-                        + owners.map(\.string).sorted().joined(separator: ", "))
-            }
-            let layers = descriptors.filter { $0.tenant == owner && $0.documentIdentifier == document }
-            if let layer {
-                inScope = layers.filter { $0.layerName == layer }
-                guard !inScope.isEmpty else {
-                    throw CommandError(
-                        message:
-                            "document \(Formats.identifier(document)) of \(owner) has no layer \(Formats.layer(layer))",
-                        status: ExitStatus.problems)
-                }
-                targets = [.layer(LayerReference(tenant: owner, document: document, layer: layer))]
-            } else {
-                inScope = layers
-                targets = [.document(DocumentReference(tenant: owner, document: document))]
-            }
-        }
-        let dirty = inScope.filter { $0.pendingChangeCount > 0 }
-        return RemovalScope(
-            targets: targets,
-            dirtyLayers: dirty.map {
-                LayerReference(tenant: $0.tenant, document: $0.documentIdentifier, layer: $0.layerName)
-            },
-            pendingChanges: dirty.reduce(0) { $0 + $1.pendingChangeCount })
     }
 }
