@@ -1,3 +1,5 @@
+import GRDB
+
 /// Values keyed by a catalog table's row ids, for joining whole tables in memory.
 ///
 /// Row ids come from AUTOINCREMENT and are mostly dense, so an array indexed by id does a
@@ -6,7 +8,7 @@
 /// keeps memory proportional to the rows.
 ///
 /// ```swift
-/// var names = RowIDMap<String>(ids: 1...3, count: 3)
+/// var names = try RowIDMap<String>.forRows(of: "document", in: db)  // or (ids: 1...3, count: 3)
 /// names[2] = "b"
 /// names[2]  // "b"
 /// names[7]  // nil
@@ -16,6 +18,16 @@ struct RowIDMap<Value> {
     private var sparse: [Int64: Value] = [:]
     private let base: Int64
     private let isDense: Bool
+
+    /// A map for every row of `table`, sized from its ids' range and its row count as
+    /// `db` sees them.
+    static func forRows(of table: String, in db: Database) throws -> RowIDMap {
+        let row = try Row.fetchOne(db, sql: "SELECT MIN(id), MAX(id), COUNT(*) FROM \(table)")
+        guard let row, let low = row[0] as Int64?, let high = row[1] as Int64? else {
+            return RowIDMap(ids: 1...1, count: 0)
+        }
+        return RowIDMap(ids: low...high, count: row[2])
+    }
 
     /// A map for `count` rows whose ids lie in `ids`.
     init(ids: ClosedRange<Int64>, count: Int) {

@@ -36,14 +36,10 @@ enum DiskUsageScan {
     static func run(_ db: Database, byDocument: Bool) throws -> DiskUsage {
         var tenants: [Int64: TenantURL] = [:]
         try db.scan("SELECT id, url FROM tenant") { tenants[$0.int64(0)] = TenantURL(normalized: $0.string(1)) }
-        let ids =
-            try Row.fetchOne(db, sql: "SELECT MIN(id), MAX(id), COUNT(*) FROM document").flatMap { row in
-                (row[0] as Int64?).flatMap { low in (row[1] as Int64?).map { (low...$0, row[2] as Int) } }
-            } ?? (1...1, 0)
 
         var lines: [UsageLine] = []
         var lineOfTenant: [Int64: Int] = [:]
-        var lineOfDocument = RowIDMap<Int>(ids: ids.0, count: ids.1)
+        var lineOfDocument = try RowIDMap<Int>.forRows(of: "document", in: db)
         var pdfs: [BlobHash: PDFUse] = [:]
         var documentPDFs: [Pair] = []
         try db.scan(

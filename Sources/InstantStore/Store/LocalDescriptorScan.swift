@@ -28,17 +28,13 @@ enum LocalDescriptorScan {
     /// Every layer of the tenant with id `tenantID` (of all tenants when nil), oldest use
     /// first. Runs inside one read transaction: the three scans see one snapshot.
     static func run(_ db: Database, tenants: [Int64: TenantURL], tenantID: Int64?) throws -> [LocalDescriptor] {
-        let ids =
-            try Row.fetchOne(db, sql: "SELECT MIN(id), MAX(id), COUNT(*) FROM document").flatMap { row in
-                (row[0] as Int64?).flatMap { low in (row[1] as Int64?).map { (low...$0, row[2] as Int) } }
-            } ?? (1...1, 0)
-        var pdfBytes = RowIDMap<Int64>(ids: ids.0, count: ids.1)
+        var pdfBytes = try RowIDMap<Int64>.forRows(of: "document", in: db)
         try db.scan("SELECT document.id, blob.storedSize FROM document JOIN blob ON blob.sha256 = document.blobSha256")
         {
             pdfBytes[$0.int64(0)] = $0.int64(1)
         }
 
-        var documents = RowIDMap<Document>(ids: ids.0, count: ids.1)
+        var documents = try RowIDMap<Document>.forRows(of: "document", in: db)
         try db.scan(
             "SELECT id, tenantId, identifier, blobSha256, corrupt FROM document \(tenantID == nil ? "" : "WHERE tenantId = ?")",
             arguments: StatementArguments(tenantID.map { [$0] } ?? [])
