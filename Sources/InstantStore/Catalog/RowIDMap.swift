@@ -8,7 +8,7 @@ import GRDB
 /// keeps memory proportional to the rows.
 ///
 /// ```swift
-/// var names = try RowIDMap<String>.forRows(of: "document", in: db)  // or (ids: 1...3, count: 3)
+/// var names = RowIDMap<String>(try RowIDs.of("document", in: db))  // or (ids: 1...3, count: 3)
 /// names[2] = "b"
 /// names[2]  // "b"
 /// names[7]  // nil
@@ -19,15 +19,8 @@ struct RowIDMap<Value> {
     private let base: Int64
     private let isDense: Bool
 
-    /// A map for every row of `table`, sized from its ids' range and its row count as
-    /// `db` sees them.
-    static func forRows(of table: String, in db: Database) throws -> RowIDMap {
-        let row = try Row.fetchOne(db, sql: "SELECT MIN(id), MAX(id), COUNT(*) FROM \(table)")
-        guard let row, let low = row[0] as Int64?, let high = row[1] as Int64? else {
-            return RowIDMap(ids: 1...1, count: 0)
-        }
-        return RowIDMap(ids: low...high, count: row[2])
-    }
+    /// A map for the rows `rows` describes (see ``RowIDs/of(_:in:)``).
+    init(_ rows: RowIDs) { self.init(ids: rows.range, count: rows.count) }
 
     /// A map for `count` rows whose ids lie in `ids`.
     init(ids: ClosedRange<Int64>, count: Int) {
@@ -58,4 +51,19 @@ struct RowIDMap<Value> {
         }
     }
 
+}
+
+/// The range of a table's row ids and how many rows it has: what sizes a ``RowIDMap``.
+/// One query (the count walks the table), so read it once per table and scan.
+struct RowIDs {
+    var range: ClosedRange<Int64>
+    var count: Int
+
+    static func of(_ table: String, in db: Database) throws -> RowIDs {
+        let row = try Row.fetchOne(db, sql: "SELECT MIN(id), MAX(id), COUNT(*) FROM \(table)")
+        guard let row, let low = row[0] as Int64?, let high = row[1] as Int64? else {
+            return RowIDs(range: 1...1, count: 0)
+        }
+        return RowIDs(range: low...high, count: row[2])
+    }
 }

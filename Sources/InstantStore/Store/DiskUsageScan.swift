@@ -39,7 +39,7 @@ enum DiskUsageScan {
 
         var lines: [UsageLine] = []
         var lineOfTenant: [Int64: Int] = [:]
-        var lineOfDocument = try RowIDMap<Int>.forRows(of: "document", in: db)
+        var lineOfDocument = RowIDMap<Int>(try RowIDs.of("document", in: db))
         var pdfs: [BlobHash: PDFUse] = [:]
         var documentPDFs: [Pair] = []
         try db.scan(

@@ -28,13 +28,14 @@ enum LocalDescriptorScan {
     /// Every layer of the tenant with id `tenantID` (of all tenants when nil), oldest use
     /// first. Runs inside one read transaction: the three scans see one snapshot.
     static func run(_ db: Database, tenants: [Int64: TenantURL], tenantID: Int64?) throws -> [LocalDescriptor] {
-        var pdfBytes = try RowIDMap<Int64>.forRows(of: "document", in: db)
+        let documentIDs = try RowIDs.of("document", in: db)
+        var pdfBytes = RowIDMap<Int64>(documentIDs)
         try db.scan("SELECT document.id, blob.storedSize FROM document JOIN blob ON blob.sha256 = document.blobSha256")
         {
             pdfBytes[$0.int64(0)] = $0.int64(1)
         }
 
-        var documents = try RowIDMap<Document>.forRows(of: "document", in: db)
+        var documents = RowIDMap<Document>(documentIDs)
         try db.scan(
             "SELECT id, tenantId, identifier, blobSha256, corrupt FROM document \(tenantID == nil ? "" : "WHERE tenantId = ?")",
             arguments: StatementArguments(tenantID.map { [$0] } ?? [])
