@@ -44,11 +44,6 @@ if !FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.
     try SyntheticStore.create(at: root, layers: layers, files: true)
 }
 
-/// Wall time of the best of `runs` runs of `executable arguments`, output discarded.
-func best(_ executable: String, _ arguments: [String], runs: Int = 5) throws -> Double {
-    try ProcessTiming.best(of: runs, executable, arguments)
-}
-
 let path = root.path
 let commands: [(arguments: [String], baseline: (name: String, executable: String, arguments: [String])?)] = [
     (["ls"], ("ls -l layers/", "/bin/ls", ["-l", root.appendingPathComponent("layers").path])),
@@ -59,16 +54,16 @@ let commands: [(arguments: [String], baseline: (name: String, executable: String
 print(
     "\ninstantctl benchmark — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(layers + 1) layers, best of 5\n")
 for command in commands {
-    let time = try best(instantctl.path, command.arguments + ["--root", path])
+    let time = try ProcessTiming.best(of: 5, instantctl.path, command.arguments + ["--root", path])
     var line =
         "instantctl \(command.arguments.joined(separator: " "))".padding(toLength: 28, withPad: " ", startingAt: 0)
         + String(format: " %6.0f ms  %@", time * 1000, time <= 0.3 ? "≤ 300 ms ✔" : "> 300 ms ✘")
     if let compared {
-        let before = try best(compared, command.arguments + ["--root", path])
+        let before = try ProcessTiming.best(of: 5, compared, command.arguments + ["--root", path])
         line += String(format: "   compared build %6.0f ms (%.2f×)", before * 1000, before / time)
     }
     if let baseline = command.baseline {
-        let base = try best(baseline.executable, baseline.arguments)
+        let base = try ProcessTiming.best(of: 5, baseline.executable, baseline.arguments)
         line += String(format: "   %@ %6.0f ms (ratio %.2f)", baseline.name, base * 1000, time / base)
     }
     print(line)

@@ -113,6 +113,13 @@ extension Catalog {
         return record.id
     }
 
+    /// Every tenant's URL by its row id: tenants are few, so whole-table scans carry the id.
+    static func tenantURLs(in db: Database) throws -> [Int64: TenantURL] {
+        var tenants: [Int64: TenantURL] = [:]
+        try db.scan("SELECT id, url FROM tenant") { tenants[$0.int64(0)] = TenantURL(normalized: $0.string(1)) }
+        return tenants
+    }
+
     func document(_ tenantID: Int64, _ identifier: String, in db: Database) throws -> DocumentRecord? {
         try DocumentRecord.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM document WHERE tenantId = ? AND identifier = ?"),

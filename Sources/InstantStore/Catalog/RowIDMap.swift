@@ -50,7 +50,6 @@ struct RowIDMap<Value> {
             dense[Int(index)] = newValue
         }
     }
-
 }
 
 /// The range of a table's row ids and how many rows it has: what sizes a ``RowIDMap``.

@@ -34,8 +34,7 @@ enum DiskUsageScan {
     }
 
     static func run(_ db: Database, byDocument: Bool) throws -> DiskUsage {
-        var tenants: [Int64: TenantURL] = [:]
-        try db.scan("SELECT id, url FROM tenant") { tenants[$0.int64(0)] = TenantURL(normalized: $0.string(1)) }
+        let tenants = try Catalog.tenantURLs(in: db)
 
         var lines: [UsageLine] = []
         var lineOfTenant: [Int64: Int] = [:]
@@ -48,15 +47,11 @@ enum DiskUsageScan {
             let tenantID = row.int64(1)
             guard let tenant = tenants[tenantID] else { return }  // one snapshot: cannot happen
             let line: Int
-            if byDocument {
-                line = lines.count
-            } else if let existing = lineOfTenant[tenantID] {
+            if !byDocument, let existing = lineOfTenant[tenantID] {
                 line = existing
             } else {
                 line = lines.count
-                lineOfTenant[tenantID] = line
-            }
-            if line == lines.count {
+                if !byDocument { lineOfTenant[tenantID] = line }
                 lines.append(
                     UsageLine(
                         tenant: tenant, documentIdentifier: byDocument ? row.string(4) : nil, documents: 0, layers: 0,

@@ -54,17 +54,12 @@ extension InstantStore {
     /// only, so it stays fast with 100,000 layers (see ``LocalDescriptorScan``).
     public func localDescriptors(tenant: TenantURL? = nil) throws(StoreError) -> [LocalDescriptor] {
         try catalog.read { db in
-            // Tenants are few: rows carry the tenant's id, not its URL.
-            var tenants: [Int64: TenantURL] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT id, url FROM tenant") {
-                tenants[row[0]] = TenantURL(normalized: row[1])
-            }
             var tenantID: Int64?
             if let tenant {
-                tenantID = tenants.first { $0.value == tenant }?.key
+                tenantID = try catalog.tenantID(tenant, create: false, in: db)
                 if tenantID == nil { return [] }
             }
-            return try LocalDescriptorScan.run(db, tenants: tenants, tenantID: tenantID)
+            return try LocalDescriptorScan.run(db, tenantID: tenantID)
         }
     }
 

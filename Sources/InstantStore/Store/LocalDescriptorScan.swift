@@ -27,7 +27,8 @@ enum LocalDescriptorScan {
 
     /// Every layer of the tenant with id `tenantID` (of all tenants when nil), oldest use
     /// first. Runs inside one read transaction: the three scans see one snapshot.
-    static func run(_ db: Database, tenants: [Int64: TenantURL], tenantID: Int64?) throws -> [LocalDescriptor] {
+    static func run(_ db: Database, tenantID: Int64?) throws -> [LocalDescriptor] {
+        let tenants = try Catalog.tenantURLs(in: db)
         let documentIDs = try RowIDs.of("document", in: db)
         var pdfBytes = RowIDMap<Int64>(documentIDs)
         try db.scan("SELECT document.id, blob.storedSize FROM document JOIN blob ON blob.sha256 = document.blobSha256")

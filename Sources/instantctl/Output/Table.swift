@@ -68,7 +68,7 @@ struct Table {
             text.append(contentsOf: utf8)
             return utf8.allSatisfy { $0 < 0x80 }
         }
-        let width = isASCII ? cell.utf8.count : cell.count
+        let width = Table.width(cell, isASCII: isASCII)
         widths[column] = max(widths[column], width)
         cells.append(Stored(end: text.count, width: Int32(clamping: width), style: style))
         column = column + 1 == widths.count ? 0 : column + 1
@@ -117,10 +117,11 @@ struct Table {
 
     /// Characters on screen; counting bytes when the text is ASCII (the common case) is
     /// much cheaper than counting grapheme clusters.
-    static func width(_ text: String) -> Int {
-        let utf8 = text.utf8
-        return utf8.allSatisfy { $0 < 0x80 } ? utf8.count : text.count
+    private static func width(_ text: String) -> Int {
+        width(text, isASCII: text.utf8.allSatisfy { $0 < 0x80 })
     }
+
+    private static func width(_ text: String, isASCII: Bool) -> Int { isASCII ? text.utf8.count : text.count }
 
     /// One cell, padded to its column: left-aligned cells on the right (except in the
     /// last column: no trailing spaces), right-aligned ones on the left.
