@@ -28,7 +28,8 @@ public final class InstantServer: Sendable {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
         pdfTenant = try TenantURL("http://instant-server.local")
-        pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"))
+        // The origin of its PDFs: no prune, GC or instantctl removes one, and uploads are synced.
+        pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"), role: .origin)
         verifier = TokenVerifier(
             keys: try await JWTKeys.verifier(
                 pem: configuration.jwtKey.publicKeyPEM, algorithm: configuration.jwtKey.algorithm),
