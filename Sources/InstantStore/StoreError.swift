@@ -63,6 +63,19 @@ public enum StoreError: Error, Sendable, Equatable {
     case nothingStored(tenant: String)
     /// A document identifier without a tenant matches documents of several tenants.
     case ambiguousDocument(document: String, tenants: [String])
+    /// A PDF of zero bytes was offered; nothing was stored.
+    case emptyPDF
+    /// The store is a server's data directory (its original PDFs): nothing removes from it
+    /// but the server itself.
+    case originStore(path: String)
+    /// A layer's file could not be opened to check it before removing it (a newer format,
+    /// no permission, no file descriptors left); nothing was removed.
+    case layerUnreadable(layer: String, reason: String)
+    /// No file of that name in `quarantine/`.
+    case noSuchQuarantinedFile(name: String)
+    /// A quarantined file cannot be brought back (not a layer, unreadable, or its layer
+    /// exists again).
+    case cannotRestore(name: String, reason: String)
 
     /// A short, stable, machine-readable code for the case.
     public var code: String {
@@ -92,6 +105,11 @@ public enum StoreError: Error, Sendable, Equatable {
         case .pendingChanges: "pending_changes"
         case .nothingStored: "nothing_stored"
         case .ambiguousDocument: "ambiguous_document"
+        case .emptyPDF: "empty_pdf"
+        case .originStore: "origin_store"
+        case .layerUnreadable: "layer_unreadable"
+        case .noSuchQuarantinedFile: "no_such_quarantined_file"
+        case .cannotRestore: "cannot_restore"
         }
     }
 }
@@ -151,6 +169,18 @@ extension StoreError: CustomStringConvertible, LocalizedError {
         case .ambiguousDocument(let document, let tenants):
             "document \(StoreError.quoted(document)) is stored for several tenants (\(tenants.joined(separator: ", "))); "
                 + "name one"
+        case .emptyPDF:
+            "the PDF is empty (0 bytes); nothing was stored"
+        case .originStore(let path):
+            "\(path) is a server's store of original PDFs, which nobody can download again; "
+                + "prune, garbage collection and removal are refused there (the server deletes its own documents)"
+        case .layerUnreadable(let layer, let reason):
+            "layer \(layer) cannot be opened to check it for unsynced changes (\(reason)); nothing was removed. "
+                + "Fix the cause, or run `instantctl verify` to see what it is"
+        case .noSuchQuarantinedFile(let name):
+            "no file \(StoreError.quoted(name)) in quarantine/; `instantctl quarantine list` shows what is there"
+        case .cannotRestore(let name, let reason):
+            "cannot restore \(StoreError.quoted(name)): \(reason)"
         }
     }
 

@@ -46,8 +46,29 @@ func isLostRace(_ error: any Error) -> Bool {
 }
 
 do {
+    if command == "rebuild" {  // rebuilds the catalog (before anything opens it)
+        let (_, report) = try InstantStore.rebuildCatalog(root: root)
+        print("layers=\(report.layers) quarantined=\(report.quarantined.count)")
+        print("ok")
+        exit(0)
+    }
     let store = try InstantStore(root: root)
     switch command {
+    case "repair":  // verify --repair
+        let report = try store.verify(VerifyOptions(repair: true))
+        print(report.remaining.isEmpty ? "clean" : "remaining: \(report.remaining)")
+    case "gc":
+        try store.collectGarbage()
+    case "restore":  // NAME in quarantine/
+        try store.restoreQuarantinedLayer(named: argument(0))
+    case "annotate-loop":  // TENANT DOC LAYER COUNT: local changes, each printed once durable
+        let layer = try store.openLayer(tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2))
+        for index in 0..<(Int(argument(3)) ?? 0) {
+            try layer.create(
+                id: "loop-\(index)",
+                content: Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8))
+            print("wrote loop-\(index)")
+        }
     case "ingest":  // TENANT DOC FILE
         let stored = try store.ingestPDF(
             tenant: TenantURL(argument(0)), document: argument(1), from: URL(fileURLWithPath: argument(2)))

@@ -131,6 +131,7 @@ final class BlobWriter {
             if let expectedSize, size != expectedSize {
                 throw StoreError.sizeMismatch(expected: expectedSize, actual: size)
             }
+            if size == 0 { throw StoreError.emptyPDF }
             try processBatch()
             try encoder?.finish()
             encoder = nil
@@ -181,9 +182,7 @@ final class BlobWriter {
     }
 
     private static func lockedTempFile(_ layout: StoreLayout) throws(StoreError) -> POSIXFile {
-        let file = try POSIXFile.create(layout.temporaryPath(suffix: ".blob"))
-        try file.lockExclusively(wait: true)
-        return file
+        try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob"))
     }
 }
 
@@ -206,5 +205,22 @@ struct StagedBlob {
     func discard() {
         try? FileSystem.remove(file.path)
         file.close()
+    }
+
+    /// Whether the file at `path` holds exactly the staged bytes: then it is an intact
+    /// copy (the staged bytes were just hashed from the source). Cheap when the sizes
+    /// differ; otherwise one read of each, both usually in the page cache.
+    func hasSameBytes(as path: String) throws(StoreError) -> Bool {
+        guard try FileSystem.fileSize(path) == storedSize,
+            let other = try? POSIXFile.open(path, flags: O_RDONLY)
+        else { return false }
+        var offset: Int64 = 0
+        while offset < storedSize {
+            let mine = try file.read(count: 1 << 20, at: offset)
+            let theirs = try other.read(count: mine.count, at: offset)
+            if mine.isEmpty || mine != theirs { return false }
+            offset += Int64(mine.count)
+        }
+        return true
     }
 }

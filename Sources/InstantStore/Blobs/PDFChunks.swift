@@ -21,6 +21,8 @@ public struct PDFChunks: AsyncSequence, Sendable {
     let size: Int64
     let range: Range<Int64>
     let storedFrame: Bool
+    /// Called when a check fails, so the store flags the PDF at once.
+    var foundCorrupt: @Sendable () -> Void = {}
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(source: self)
@@ -30,7 +32,10 @@ public struct PDFChunks: AsyncSequence, Sendable {
         private let reader: ChunkReader?
         private var failure: StoreError?
 
+        private let foundCorrupt: @Sendable () -> Void
+
         init(source: PDFChunks) {
+            foundCorrupt = source.foundCorrupt
             do {
                 reader = try ChunkReader(source)
             } catch {
@@ -44,7 +49,12 @@ public struct PDFChunks: AsyncSequence, Sendable {
                 self.failure = nil
                 throw failure
             }
-            return try reader?.next()
+            do {
+                return try reader?.next()
+            } catch {
+                if case .corruptBlob = error { foundCorrupt() }
+                throw error
+            }
         }
     }
 }

@@ -7,6 +7,12 @@ import GRDB
 final class Catalog: Sendable {
     let pool: DatabasePool
     let path: String
+    /// Whether this is a server's store of original PDFs (see ``StoreRole``), as recorded
+    /// in the catalog's header when it was opened.
+    let isOrigin: Bool
+
+    /// `PRAGMA application_id` of a server's store: "INSO". A client cache has 0.
+    static let originApplicationID: Int32 = 0x494E_534F
 
     /// Opens (creating if needed) and migrates the catalog at `path`.
     ///
@@ -19,6 +25,10 @@ final class Catalog: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
         configuration.label = "InstantStore.catalog"
+        // SQLite creates a database 0644 and gives its -wal and -shm the database's mode:
+        // creating the file first (0600) keeps all three private.
+        if !FileSystem.exists(path) { try POSIXFile.open(path, flags: O_RDWR | O_CREAT).close() }
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.restrictMode(path + suffix, to: 0o600) }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             // After opening, not in `prepareDatabase`: DatabasePool switches its writer to
@@ -34,9 +44,33 @@ final class Catalog: Sendable {
                     file: path, found: applied.sorted().last ?? "?", supported: CatalogMigrations.latestVersion)
             }
             try migrator.migrate(pool)
+            isOrigin =
+                try pool.read { db in try Int32.fetchOne(db, sql: "PRAGMA application_id") } == Self.originApplicationID
         } catch {
             throw Catalog.map(error, path: path)
         }
+    }
+
+    /// Records in the catalog's header that this store holds a server's original PDFs.
+    func markOrigin() throws(StoreError) {
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA application_id = \(Self.originApplicationID)")
+            }
+        } catch {
+            throw Catalog.map(error, path: path)
+        }
+    }
+
+    /// Closes every connection; used by the catalog rebuild before it moves the file.
+    func close() throws(StoreError) {
+        do { try pool.close() } catch { throw Catalog.map(error, path: path) }
+    }
+
+    /// Whether SQLite's `quick_check` passes: a catalog that fails it may hide rows, so
+    /// nothing may be deleted as unclaimed on its word.
+    func isSound() throws(StoreError) -> Bool {
+        try read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") } == ["ok"]
     }
 
     /// How soon a commit must survive a power cut.
@@ -137,6 +171,20 @@ extension Catalog {
         let update = try db.cachedStatement(sql: "UPDATE blob SET refCount = refCount + ? WHERE sha256 = ?")
         if let old { try update.execute(arguments: [-1, old]) }
         if let new { try update.execute(arguments: [1, new]) }
+    }
+
+    /// The document's row, created (with its tenant) when missing.
+    func documentRow(_ tenant: TenantURL, _ identifier: String, in db: Database) throws -> DocumentRecord {
+        guard let tenantID = try tenantID(tenant, create: true, in: db) else {
+            throw StoreError.invalidServerURL(tenant.string)
+        }
+        if let row = try document(tenantID, identifier, in: db) { return row }
+        let now = Date()
+        var row = DocumentRecord(
+            id: nil, tenantId: tenantID, identifier: identifier.storedBytes, blobSha256: nil, corrupt: false,
+            layerCount: 0, createdAt: now, lastUsedAt: now)
+        try row.insert(db)
+        return row
     }
 
     /// Records that the file at `relativePath` is to be unlinked by a later transaction.

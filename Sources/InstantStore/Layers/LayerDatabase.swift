@@ -22,14 +22,14 @@ public final class LayerDatabase: Sendable {
     /// The random key naming the file, `layers/<key>.sqlite`.
     public let key: String
     let path: String
-    private let didWrite: @Sendable (LayerSummary) -> Void
+    private let hooks: LayerHooks
 
-    init(path: String, key: String, didWrite: @escaping @Sendable (LayerSummary) -> Void = { _ in })
+    init(path: String, key: String, hooks: LayerHooks = LayerHooks())
         throws(StoreError)
     {
         self.path = path
         self.key = key
-        self.didWrite = didWrite
+        self.hooks = hooks
         guard FileSystem.exists(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
         queue = try LayerDatabase.openQueue(path: path, key: key)
         do {
@@ -54,6 +54,9 @@ public final class LayerDatabase: Sendable {
         pending: [PendingChange] = []
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
+        // Created here, 0600, so SQLite (which would make it 0644) and its -wal and -shm
+        // (which take the database's mode) keep a user's annotations private.
+        try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL).close()
         do {
             let queue = try openQueue(path: path, key: key)
             try LayerMigrations.migrator.migrate(queue)
@@ -133,13 +136,17 @@ public final class LayerDatabase: Sendable {
 
     /// The local changes not yet acknowledged by the server, oldest first.
     public func pendingChanges() throws(StoreError) -> [PendingChange] {
-        try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
-                PendingChange(
-                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]),
-                    kind: PendingChange.Kind(rawValue: row["kind"]) ?? .update, content: row["content"],
-                    createdAt: row["createdAt"])
+        try read { db in try LayerDatabase.fetchPending(db) }
+    }
+
+    static func fetchPending(_ db: Database) throws -> [PendingChange] {
+        try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
+            guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+                throw StoreError.corruptLayer(key: "", reason: "a pending change of unknown kind")
             }
+            return PendingChange(
+                sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
+                content: row["content"], createdAt: row["createdAt"])
         }
     }
 
@@ -300,15 +307,18 @@ public final class LayerDatabase: Sendable {
         configuration.readonly = true
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
         defer { try? queue.close() }
-        return try? queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
-                guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
-                    throw StoreError.corruptLayer(key: path, reason: "unknown change kind")
-                }
-                return PendingChange(
-                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                    content: row["content"], createdAt: row["createdAt"])
-            }
+        return try? queue.read { db in try fetchPending(db) }
+    }
+
+    /// Clears the removed mark and folds the WAL into the file, so the one file is the
+    /// whole layer: a layer about to be adopted back into the catalog (restored from
+    /// quarantine, or found holding pending changes with no row).
+    func prepareForAdoption() throws(StoreError) {
+        do {
+            try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") }
+            try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
         }
     }
 
@@ -318,29 +328,74 @@ public final class LayerDatabase: Sendable {
     // MARK: Helpers
 
     private func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try queue.read(body) } catch { throw LayerDatabase.map(error, key: key) }
+        do { return try queue.read(body) } catch { throw flagged(LayerDatabase.map(error, key: key)) }
     }
 
-    /// A durable write: IMMEDIATE, refused once the layer is marked removed; then the
-    /// catalog's summary is refreshed.
+    /// A durable write: IMMEDIATE, refused once the layer is removed; then the catalog's
+    /// summary is refreshed.
+    ///
+    /// A write that finds the removed mark asks the store whether the removal really
+    /// happened (``LayerHooks/resolveMark``): a removal that was refused, rolled back or
+    /// killed leaves its mark behind, and that mark is cleared rather than reported, so
+    /// nobody sees `layerRemoved` for a layer that is still there.
     private func write(_ body: (Database) throws -> Void) throws(StoreError) {
-        do {
-            try queue.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? true
-                    if removed {
-                        let meta = try LayerDatabase.readMetadata(db, key: self.key)
-                        throw StoreError.layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+        var resolved = false
+        while true {
+            do {
+                try queue.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? true
+                        if removed { throw MarkedRemoved() }
+                        try body(db)
+                        try Failpoint.check("layer.beforeCommit", path: self.path)
+                        return .commit
                     }
-                    try body(db)
-                    try Failpoint.check("layer.beforeCommit", path: self.path)
+                }
+                break
+            } catch is MarkedRemoved {
+                if !resolved, let resolve = hooks.resolveMark, try resolve(self) {
+                    resolved = true
+                    continue
+                }
+                let meta = try metadata()
+                throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+            } catch {
+                throw flagged(LayerDatabase.map(error, key: key))
+            }
+        }
+        if let summary = try? summary() { hooks.didWrite(summary) }
+    }
+
+    /// Whether the removed mark is set.
+    func isMarkedRemoved() throws(StoreError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false }
+    }
+
+    /// Tells the store at once when the file turns out corrupt, so listings show it `invalid`.
+    private func flagged(_ error: StoreError) -> StoreError {
+        if case .corruptLayer = error { hooks.flagCorrupt?() }
+        return error
+    }
+
+    private struct MarkedRemoved: Error {}
+
+    /// Reads the pending changes and sets the removed mark in one IMMEDIATE transaction, so
+    /// every change committed before is in what is returned, and every write after it is
+    /// refused. Used by a layer's replacement.
+    func takePendingChangesAndMarkRemoved() throws(StoreError) -> [PendingChange] {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var changes: [PendingChange] = []
+                try db.inTransaction(.immediate) {
+                    changes = try LayerDatabase.fetchPending(db)
+                    try db.execute(sql: "UPDATE meta SET removed = 1")
                     return .commit
                 }
+                return changes
             }
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
-        if let summary = try? summary() { didWrite(summary) }
     }
 
     static func readMetadata(_ db: Database, key: String) throws -> LayerMetadata {
@@ -410,4 +465,16 @@ public final class LayerDatabase: Sendable {
         }
         return .database(extendedCode: 1, message: "\(error)")
     }
+}
+
+/// What a layer handle tells the store that opened it. Handles used inside a catalog
+/// transaction (removal, repair) get none: the hooks write to the catalog themselves.
+struct LayerHooks: Sendable {
+    /// After each local write, with the new counts.
+    var didWrite: @Sendable (LayerSummary) -> Void = { _ in }
+    /// A write found the removed mark: returns true when the removal never committed (the
+    /// mark was stale and is now cleared), false when the layer is really gone.
+    var resolveMark: (@Sendable (LayerDatabase) throws(StoreError) -> Bool)?
+    /// A read or write found the file corrupt.
+    var flagCorrupt: (@Sendable () -> Void)?
 }

@@ -67,11 +67,30 @@ public struct StoreLayout: Sendable, Equatable {
         return quarantineDirectory + "/\(stamp)-\(RandomKey.make().prefix(8))-\(flat)"
     }
 
-    /// Creates the directories (mode 0700) that a store needs.
+    /// `catalog-rebuilt.sqlite`: a complete rebuilt catalog waiting to be swapped in. Its
+    /// existence is the rebuild's commit point (see ``CatalogRebuild``).
+    var rebuiltCatalogPath: String { rootPath + "/catalog-rebuilt.sqlite" }
+
+    /// Creates the directories (mode 0700) that a store needs, and narrows the mode of
+    /// those that exist already: layers may hold a user's unsynced data.
     func createDirectories() throws(StoreError) {
-        for directory in [rootPath, blobsDirectory, layersDirectory, tmpDirectory, quarantineDirectory] {
+        for directory in [
+            rootPath, rootPath + "/blobs", blobsDirectory, layersDirectory, tmpDirectory, quarantineDirectory,
+        ] {
             try FileSystem.makeDirectory(directory)
+            try FileSystem.restrictMode(directory, to: 0o700)
         }
+    }
+
+    /// Whether `blobs/` or `layers/` holds anything: files a catalog must account for.
+    func holdsData() throws(StoreError) -> Bool {
+        if try !FileSystem.contents(of: layersDirectory).isEmpty { return true }
+        for prefix in try FileSystem.contents(of: blobsDirectory) {
+            let path = blobsDirectory + "/" + prefix
+            if !FileSystem.isDirectory(path) { return true }
+            if try !FileSystem.contents(of: path).isEmpty { return true }
+        }
+        return false
     }
 }
 

@@ -1,88 +1,214 @@
 import Foundation
 import GRDB
 
-/// What ``InstantStore/rebuildCatalog(root:)`` recovered.
+/// What ``InstantStore/rebuildCatalog(root:)`` recovered, and what it left alone.
 public struct RebuildReport: Sendable, Equatable, Codable {
     public var blobs = 0
     public var layers = 0
     public var documents = 0
-    /// Files that could not be taken back (moved to `quarantine/`).
+    /// Files moved to `quarantine/` (names there): unreadable layers and PDFs, and the
+    /// second file of a layer found twice.
     public var quarantined: [String] = []
-    /// Where the old catalog was put, if there was one.
+    /// Layers found in two files: the file kept, and the one quarantined, per layer.
+    public var duplicates: [String] = []
+    /// Files left untouched (relative paths, with why): newer formats, files that could
+    /// not be opened.
+    public var untouched: [String] = []
+    /// Names the store never makes: reported, never touched.
+    public var strayFiles: [String] = []
+    /// Where the old catalog was put, if there was one (a name in `quarantine/`).
     public var oldCatalog: String?
 }
 
 extension InstantStore {
     /// Rebuilds a lost or corrupt catalog from the files: every blob whose frame header is
     /// sound (blob names verify themselves; run a deep verify afterwards), and every layer
-    /// whose meta row can be read. The old catalog goes to `quarantine/`.
+    /// whose meta row can be read. See ``CatalogRebuild`` for how it stays atomic.
     ///
     /// Stop every other process using the store first: they hold the old catalog open.
     public static func rebuildCatalog(root: URL) throws(StoreError) -> (InstantStore, RebuildReport) {
         let layout = StoreLayout(root: root)
         try layout.createDirectories()
-        var report = RebuildReport()
-        if FileSystem.exists(layout.catalogPath) {
-            let target = layout.quarantinePath(for: "catalog.sqlite")
-            try FileSystem.rename(layout.catalogPath, target)
-            for suffix in ["-wal", "-shm"] where FileSystem.exists(layout.catalogPath + suffix) {
-                try FileSystem.rename(layout.catalogPath + suffix, target + suffix)
-            }
-            report.oldCatalog = target
+        try CatalogRebuild.finishInstall(layout)
+        let report = try CatalogRebuild.rebuild(layout)
+        return (try InstantStore(root: root), report)
+    }
+}
+
+/// The catalog rebuild: all or nothing.
+///
+/// 1. The new catalog is built completely in `tmp/<key>.catalog`, under a writer lock,
+///    from the files alone; nothing outside `tmp/` changes. A failure or a kill leaves the
+///    store exactly as it was (plus a dead temp file).
+/// 2. It is synced and renamed to `catalog-rebuilt.sqlite`: the commit point.
+/// 3. The old catalog (with its `-wal` and `-shm`, which must never meet the new file) is
+///    moved to `quarantine/`, and the new one renamed into place. A kill between 2 and the
+///    end is finished by the next open of the store (``finishInstall(_:)``).
+/// 4. Only then are the files that could not be taken back moved to `quarantine/`;
+///    killed before that, they are orphans that GC quarantines (it never deletes a file
+///    that may hold a change).
+///
+/// A layer found in two files keeps the one a careful person would keep: the one with
+/// pending changes, else the newer; the other is quarantined. A catalog of a newer format
+/// is refused; a layer of a newer format is left where it is, unclaimed and untouched.
+enum CatalogRebuild {
+    static func rebuild(_ layout: StoreLayout) throws(StoreError) -> RebuildReport {
+        try refuseNewerCatalog(layout)
+        let lock = try POSIXFile.createLocked(layout.tmpDirectory + "/\(RandomKey.make()).catalog.lock")
+        let path = String(lock.path.dropLast(".lock".count))
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
+            try? FileSystem.remove(lock.path)
+            lock.close()
         }
-        let store = try InstantStore(root: root)
-        try store.catalog.write { db in
-            for prefix in try FileSystem.contents(of: layout.blobsDirectory) {
-                for name in try FileSystem.contents(of: layout.blobsDirectory + "/" + prefix) {
-                    let relative = "blobs/sha256/\(prefix)/\(name)"
-                    guard let hash = BlobHash(hex: name), hash.hex == name, name.hasPrefix(prefix),
-                        let stored = try FileSystem.fileSize(layout.absolute(relative)),
-                        let header = ZstdFrameHeader(
-                            try POSIXFile.open(layout.absolute(relative), flags: O_RDONLY).read(count: 18, at: 0)),
-                        let size = header.contentSize, header.hasChecksum
-                    else {
-                        try FileSystem.rename(layout.absolute(relative), layout.quarantinePath(for: relative))
-                        report.quarantined.append(relative)
-                        continue
-                    }
-                    try BlobRecord(
-                        sha256: hash.hex, size: Int64(size), storedSize: stored, refCount: 0, createdAt: Date(),
-                        lastVerifiedAt: nil
-                    ).insert(db)
-                    report.blobs += 1
-                }
+        var report = RebuildReport()
+        var toQuarantine: [String] = []
+        let catalog = try Catalog(path: path)
+        do {
+            try catalog.write { db in
+                try fill(db, catalog: catalog, layout: layout, report: &report, toQuarantine: &toQuarantine)
+                try Failpoint.check("rebuild.beforeCommit")
             }
-            for name in try FileSystem.contents(of: layout.layersDirectory) where name.hasSuffix(".sqlite") {
-                let key = String(name.dropLast(".sqlite".count))
-                let relative = "layers/\(name)"
-                guard RandomKey.isValid(key),
-                    let layer = try? LayerDatabase(path: layout.layerPath(key: key), key: key),
-                    let metadata = try? layer.metadata(), let summary = try? layer.summary(),
-                    (try? layer.health(deep: false).markedRemoved) == false
-                else {
-                    try FileSystem.rename(layout.absolute(relative), layout.quarantinePath(for: relative))
-                    report.quarantined.append(relative)
+            _ = try catalog.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        } catch {
+            try? catalog.close()
+            throw Catalog.map(error, path: path)
+        }
+        try catalog.close()
+        for suffix in ["-wal", "-shm"] { try FileSystem.remove(path + suffix) }
+        try POSIXFile.open(path, flags: O_RDWR).sync()
+        try Failpoint.check("rebuild.beforeStage")
+        try FileSystem.rename(path, layout.rebuiltCatalogPath)
+        try FileSystem.syncDirectory(layout.rootPath)
+        try Failpoint.check("rebuild.afterStage")
+        report.oldCatalog = try finishInstall(layout)
+        try Failpoint.check("rebuild.afterInstall")
+        for relative in toQuarantine {
+            if let name = try layout.quarantine(relative) { report.quarantined.append(name) }
+        }
+        return report
+    }
+
+    /// Swaps a staged rebuilt catalog in, when one is waiting: the old catalog and its
+    /// `-wal` and `-shm` to `quarantine/`, then the new one into place. Safe to run again
+    /// after a kill at any point. Returns the old catalog's name in `quarantine/`.
+    @discardableResult
+    static func finishInstall(_ layout: StoreLayout) throws(StoreError) -> String? {
+        guard FileSystem.exists(layout.rebuiltCatalogPath) else { return nil }
+        let old = try layout.quarantine("catalog.sqlite")
+        try Failpoint.check("rebuild.afterQuarantineOld")
+        try FileSystem.rename(layout.rebuiltCatalogPath, layout.catalogPath)
+        try FileSystem.syncDirectory(layout.rootPath)
+        return old
+    }
+
+    /// A catalog written by a newer build is not ours to replace.
+    private static func refuseNewerCatalog(_ layout: StoreLayout) throws(StoreError) {
+        guard FileSystem.exists(layout.catalogPath) else { return }
+        let migrator = CatalogMigrations.migrator
+        // Read-only first, so that even the old catalog's WAL is left as it was; a WAL
+        // database without its -shm may need a writable connection to be read at all.
+        let applied: [String]? = try? {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue: DatabaseQueue
+            do { queue = try DatabaseQueue(path: layout.catalogPath, configuration: configuration) } catch {
+                queue = try DatabaseQueue(path: layout.catalogPath)
+            }
+            defer { try? queue.close() }
+            return try queue.read { db in
+                try migrator.hasBeenSuperseded(db) ? try migrator.appliedIdentifiers(db).sorted() : nil
+            }
+        }()
+        if let applied {
+            throw .unsupportedFormatVersion(
+                file: layout.catalogPath, found: applied.last ?? "?", supported: CatalogMigrations.latestVersion)
+        }
+    }
+
+    /// A layer file that may be taken into the new catalog.
+    private struct Candidate {
+        var key: String
+        var metadata: LayerMetadata
+        var summary: LayerSummary
+        var modified: Date
+    }
+
+    private static func fill(
+        _ db: Database, catalog: Catalog, layout: StoreLayout, report: inout RebuildReport,
+        toQuarantine: inout [String]
+    ) throws {
+        let files = try layout.scanFiles()
+        report.strayFiles = files.strays
+        for relative in files.blobs {
+            let name = (relative as NSString).lastPathComponent
+            let path = layout.absolute(relative)
+            guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
+                let header = ZstdFrameHeader(try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)),
+                let size = header.contentSize, header.hasChecksum, size > 0
+            else {
+                toQuarantine.append(relative)
+                continue
+            }
+            try BlobRecord(
+                sha256: hash.hex, size: Int64(size), storedSize: stored, refCount: 0, createdAt: Date(),
+                lastVerifiedAt: nil
+            ).insert(db)
+            report.blobs += 1
+        }
+        var candidates: [String: [Candidate]] = [:]
+        for key in files.layerKeys {
+            let relative = StoreLayout.layerRelativePath(key: key)
+            let path = layout.layerPath(key: key)
+            switch LayerInspection.inspect(path: path, key: key) {
+            case .missing: continue  // a lone -wal or -shm: GC's orphan rule decides
+            case .newerFormat(let found): report.untouched.append("\(relative): written by a newer version (\(found))")
+            case .inaccessible(let error): report.untouched.append("\(relative): \(error)")
+            case .unreadable: toQuarantine.append(relative)
+            case .readable(let metadata, let summary, let markedRemoved):
+                if markedRemoved {
+                    // Its removal had begun: not taken back; kept in quarantine if it holds a change.
+                    if summary.pendingCount > 0 { toQuarantine.append(relative) }
                     continue
                 }
-                layer.close()
-                var document = try store.documentRow(metadata.tenant, metadata.documentIdentifier, in: db)
-                if document.layerCount == 0 { report.documents += 1 }
-                if document.blobSha256 == nil, let pdf = metadata.pdfSHA256, try BlobRecord.exists(db, key: pdf.hex) {
-                    document.blobSha256 = pdf.hex
-                }
-                document.layerCount += 1
-                try document.update(db)
-                let now = Date()
-                var row = LayerRecord(
-                    id: nil, documentId: document.id ?? 0, name: metadata.layerName.storedBytes, key: key,
-                    userId: metadata.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
-                    annotationCount: summary.annotationCount, pendingCount: summary.pendingCount, bytes: summary.bytes)
-                try row.insert(db)
-                report.layers += 1
+                let modified = [path, path + "-wal"].compactMap(FileSystem.modificationDate).max() ?? .distantPast
+                let identity = "\(metadata.tenant.string)\u{0}\(metadata.documentIdentifier)\u{0}\(metadata.layerName)"
+                candidates[identity, default: []].append(
+                    Candidate(key: key, metadata: metadata, summary: summary, modified: modified))
             }
-            try db.execute(
-                sql: "UPDATE blob SET refCount = (SELECT COUNT(*) FROM document WHERE blobSha256 = blob.sha256)")
         }
-        return (store, report)
+        for identity in candidates.keys.sorted() {
+            guard let files = candidates[identity] else { continue }
+            // Pending changes first, then the newer file.
+            let ranked = files.sorted {
+                ($0.summary.pendingCount > 0 ? 1 : 0, $0.modified, $0.key) > (
+                    $1.summary.pendingCount > 0 ? 1 : 0, $1.modified, $1.key
+                )
+            }
+            let kept = ranked[0]
+            for other in ranked.dropFirst() {
+                toQuarantine.append(StoreLayout.layerRelativePath(key: other.key))
+                report.duplicates.append(
+                    "\(LayerReference(tenant: kept.metadata.tenant, document: kept.metadata.documentIdentifier, layer: kept.metadata.layerName)): "
+                        + "kept layers/\(kept.key).sqlite (\(kept.summary.pendingCount) pending), "
+                        + "quarantined layers/\(other.key).sqlite (\(other.summary.pendingCount) pending)")
+            }
+            var document = try catalog.documentRow(kept.metadata.tenant, kept.metadata.documentIdentifier, in: db)
+            if document.layerCount == 0 { report.documents += 1 }
+            if document.blobSha256 == nil, let pdf = kept.metadata.pdfSHA256, try BlobRecord.exists(db, key: pdf.hex) {
+                document.blobSha256 = pdf.hex
+            }
+            document.layerCount += 1
+            try document.update(db)
+            let now = Date()
+            var row = LayerRecord(
+                id: nil, documentId: document.id ?? 0, name: kept.metadata.layerName.storedBytes, key: kept.key,
+                userId: kept.metadata.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
+                annotationCount: kept.summary.annotationCount, pendingCount: kept.summary.pendingCount,
+                bytes: kept.summary.bytes)
+            try row.insert(db)
+            report.layers += 1
+        }
+        try db.execute(sql: "UPDATE blob SET refCount = (SELECT COUNT(*) FROM document WHERE blobSha256 = blob.sha256)")
     }
 }

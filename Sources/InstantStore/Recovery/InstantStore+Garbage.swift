@@ -2,14 +2,19 @@ import Foundation
 import GRDB
 
 extension InstantStore {
-    /// Orphan files (no row claims them), temp files of dead writers, and tombstones not
-    /// yet swept.
+    /// Orphan files (no row claims them), temp files of dead writers, tombstones not yet
+    /// swept, and stray files (names the store never makes: reported, never touched).
+    ///
+    /// Repair never deletes a file that may hold data: an orphan layer with pending
+    /// changes is adopted back or quarantined, an unreadable one quarantined, a newer
+    /// one left alone; and nothing at all is deleted as unclaimed while the catalog fails
+    /// its integrity check (its rows cannot be trusted to say what is claimed).
     func checkFiles(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
         let (blobs, keys, tombstones) = try catalog.read { db in
             (
                 Set(try String.fetchAll(db, sql: "SELECT sha256 FROM blob")),
                 Set(try String.fetchAll(db, sql: "SELECT key FROM layer")),
-                try String.fetchAll(db, sql: "SELECT path FROM tombstone")
+                Set(try String.fetchAll(db, sql: "SELECT path FROM tombstone"))
             )
         }
         if !tombstones.isEmpty {
@@ -22,22 +27,35 @@ extension InstantStore {
             }
             report.problems.append(problem)
         }
-        var orphans: [String] = []
-        for prefix in try FileSystem.contents(of: layout.blobsDirectory).sorted() {
-            for name in try FileSystem.contents(of: layout.blobsDirectory + "/" + prefix).sorted() {
-                let hash = BlobHash(hex: name)
-                if hash == nil || hash?.hex != name || !name.hasPrefix(prefix) || !blobs.contains(name) {
-                    orphans.append("blobs/sha256/\(prefix)/\(name)")
+        let scan = try layout.scanFiles()
+        report.strayFiles = scan.strays
+        let orphanBlobs = scan.blobs.filter {
+            !blobs.contains(($0 as NSString).lastPathComponent) && !tombstones.contains($0)
+        }
+        let orphanKeys = scan.layerKeys.filter {
+            !keys.contains($0) && !tombstones.contains(StoreLayout.layerRelativePath(key: $0))
+        }
+        let sound = options.repair && !(orphanBlobs.isEmpty && orphanKeys.isEmpty) ? try catalog.isSound() : true
+        for orphan in orphanBlobs {
+            var problem = Problem(kind: .orphanFile, subject: orphan, detail: "no catalog row claims it")
+            if options.repair {
+                if sound {
+                    let outcome = try disposeOrphanBlob(orphan)
+                    problem.fixed = outcome != .claimed
+                    if case .quarantined(let name) = outcome { problem.detail += "; moved to quarantine/\(name)" }
+                } else {
+                    problem.detail += "; the catalog fails its integrity check, so nothing is deleted (rebuild it)"
                 }
             }
+            report.problems.append(problem)
         }
-        for name in try FileSystem.contents(of: layout.layersDirectory).sorted() {
-            let key = String(name.prefix { $0 != "." })
-            if !keys.contains(key) { orphans.append("layers/\(name)") }
-        }
-        for orphan in orphans where !tombstones.contains(orphan) {
-            var problem = Problem(kind: .orphanFile, subject: orphan, detail: "no catalog row claims it")
-            if options.repair { problem.fixed = try deleteOrphan(orphan) }
+        for key in orphanKeys {
+            var problem = Problem(
+                kind: .orphanFile, subject: StoreLayout.layerRelativePath(key: key), detail: "no catalog row claims it")
+            if options.repair {
+                let outcome = try disposeOrphanLayer(key: key, mayDelete: sound)
+                problem.apply(outcome)
+            }
             report.problems.append(problem)
         }
         for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() where try isDeadTempFile(name) {
@@ -50,47 +68,96 @@ extension InstantStore {
         }
     }
 
-    /// Deletes an orphan inside a write transaction, after checking again that no row
-    /// claims it (a writer may have committed it since the scan).
-    private func deleteOrphan(_ relativePath: String) throws(StoreError) -> Bool {
-        try catalog.write { db in
-            let name = (relativePath as NSString).lastPathComponent
-            let claimed: Bool
-            if relativePath.hasPrefix("blobs/") {
-                claimed = try BlobRecord.exists(db, key: name)
-            } else {
-                let key = String(name.prefix { $0 != "." })
-                claimed = try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [key]) ?? false
-            }
-            guard !claimed else { return false }
-            try FileSystem.remove(self.layout.absolute(relativePath))
-            return true
-        }
-    }
-
-    /// A temp file is dead when the flock its writer held is free: on the file itself for
-    /// blobs, on `<key>.layer.lock` for a layer being created.
-    func isDeadTempFile(_ name: String) throws(StoreError) -> Bool {
-        let lockName: String
-        if name.hasSuffix(".blob") || name.hasSuffix(".lock") {
-            lockName = name
-        } else if let range = name.range(of: ".layer") {
-            lockName = String(name[..<range.upperBound]) + ".lock"
-        } else {
-            lockName = name
-        }
-        let lockPath = layout.tmpDirectory + "/" + lockName
-        guard FileSystem.exists(lockPath) else { return true }
-        guard let file = try? POSIXFile.open(lockPath, flags: O_RDONLY) else { return false }
-        return try file.lockExclusively(wait: false)
-    }
-
     /// Sweeps what verification calls garbage without asking: tombstones, orphans and dead
-    /// temp files. Returns the number of files removed.
+    /// temp files (orphans that may hold data are adopted or quarantined, never deleted).
+    /// Returns the number of files dealt with.
     @discardableResult
     public func collectGarbage() throws(StoreError) -> Int {
+        try checkRemovalAllowed()
         var report = VerificationReport()
         try checkFiles(VerifyOptions(repair: true), &report)
         return report.problems.filter { $0.fixed && $0.kind != .pendingTombstone }.count
+    }
+
+    /// What prune sweeps on its way, reading `tmp/` only: temp files of dead writers, and
+    /// the orphan each may have left (see ``abandonedFiles()``). With `dryRun`, lists them.
+    func sweepAbandoned(dryRun: Bool) throws(StoreError) -> [String] {
+        let abandoned = try abandonedFiles()
+        if dryRun {
+            return abandoned.layerKeys.map { StoreLayout.layerRelativePath(key: $0) } + abandoned.blobs
+                + abandoned.temp.map { "tmp/" + $0 }
+        }
+        var swept: [String] = []
+        let sound = abandoned.layerKeys.isEmpty && abandoned.blobs.isEmpty ? true : try catalog.isSound()
+        for key in abandoned.layerKeys {
+            switch try disposeOrphanLayer(key: key, mayDelete: sound) {
+            case .deleted, .adopted, .quarantined: swept.append(StoreLayout.layerRelativePath(key: key))
+            case .claimed, .left: break
+            }
+        }
+        for blob in abandoned.blobs where sound {
+            if try disposeOrphanBlob(blob) != .claimed { swept.append(blob) }
+        }
+        for name in abandoned.temp where try isDeadTempFile(name) {
+            try FileSystem.remove(layout.tmpDirectory + "/" + name)
+            swept.append("tmp/" + name)
+        }
+        return swept
+    }
+}
+
+extension Problem {
+    /// Records what became of an orphan layer.
+    mutating func apply(_ outcome: OrphanOutcome) {
+        switch outcome {
+        case .claimed: detail = "claimed by a row since the scan"
+        case .deleted: fixed = true
+        case .adopted(let reference):
+            detail = "it holds changes not yet synced; taken back into the catalog as \(reference)"
+            fixed = true
+        case .quarantined(let name):
+            detail += "; it may hold data, so it was moved to quarantine/\(name)"
+            fixed = true
+        case .left(let reason): detail += "; \(reason)"
+        }
+    }
+}
+
+extension StoreLayout {
+    /// The store's files by kind: blob paths, layer keys (a key for `<key>.sqlite`, its
+    /// `-wal` or `-shm`), and stray paths (anything else, directories included).
+    func scanFiles() throws(StoreError) -> (blobs: [String], layerKeys: [String], strays: [String]) {
+        var blobs: [String] = []
+        var strays: [String] = []
+        for prefix in try FileSystem.contents(of: blobsDirectory).sorted() {
+            let directory = blobsDirectory + "/" + prefix
+            guard prefix.utf8.count == 2, FileSystem.isDirectory(directory) else {
+                strays.append("blobs/sha256/\(prefix)")
+                continue
+            }
+            for name in try FileSystem.contents(of: directory).sorted() {
+                let relative = "blobs/sha256/\(prefix)/\(name)"
+                if let hash = BlobHash(hex: name), hash.hex == name, name.hasPrefix(prefix),
+                    FileSystem.isRegularFile(absolute(relative))
+                {
+                    blobs.append(relative)
+                } else {
+                    strays.append(relative)
+                }
+            }
+        }
+        var keys: Set<String> = []
+        for name in try FileSystem.contents(of: layersDirectory).sorted() {
+            let key = String(name.prefix { $0 != "." })
+            let suffix = name.dropFirst(key.count)
+            if RandomKey.isValid(key), [".sqlite", ".sqlite-wal", ".sqlite-shm"].contains(suffix),
+                FileSystem.isRegularFile(layersDirectory + "/" + name)
+            {
+                keys.insert(key)
+            } else {
+                strays.append("layers/\(name)")
+            }
+        }
+        return (blobs, keys.sorted(), strays)
     }
 }

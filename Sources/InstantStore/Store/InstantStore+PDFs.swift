@@ -56,7 +56,9 @@ extension InstantStore {
     }
 
     /// Renames the staged blob into `blobs/` and points the document at it, in one catalog
-    /// transaction; a blob already stored intact is reused and the staged copy dropped.
+    /// transaction; a stored copy is reused only when it is byte for byte the staged one
+    /// and no reader has flagged it, so an ingest of the right bytes heals a damaged copy
+    /// (a flagged one goes to `quarantine/`) and clears the flags.
     ///
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
@@ -64,37 +66,68 @@ extension InstantStore {
     func commit(_ staged: StagedBlob, tenant: TenantURL, document: String) throws(StoreError) -> StoredPDF {
         defer { staged.discard() }
         let hash = staged.hash
+        let path = layout.blobPath(hash)
+        // Checked before the write lock is taken (it reads files); the transaction trusts
+        // the result only while the stored file is still the one checked.
+        let compared = FileSystem.identity(path)
+        let storedIsIntact = compared != nil && isIntactCopy(of: staged, at: path)
         try Failpoint.check("blob.beforeCommit")
-        // Deferred durability: the blob file and its directory entry are synced before the
-        // commit, so a power cut can only forget this ingest (an orphan, downloaded again),
-        // never leave a reference to a missing file.
-        let (deduplicated, layerKeys) = try catalog.write(durability: .deferred) { db -> (Bool, [String]) in
+        var claim: POSIXFile?
+        defer {
+            if let claim {
+                try? FileSystem.remove(claim.path)
+                claim.close()
+            }
+        }
+        // Deferred durability in a cache: the blob file and its directory entry are synced
+        // before the commit, so a power cut can only forget this ingest (an orphan,
+        // downloaded again), never leave a reference to a missing file. A server's store
+        // holds originals nobody can download again: synced.
+        let durability: Catalog.Durability = catalog.isOrigin ? .synced : .deferred
+        let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both.
             var documentRow: DocumentRecord?
             var recordedSize: Int64?
+            var flagged = false
             try Parallel.both(
                 { () throws(any Error) in
                     documentRow = try self.documentRow(tenant, document, in: db)
                     recordedSize = try Int64.fetchOne(
                         db.cachedStatement(sql: "SELECT storedSize FROM blob WHERE sha256 = ?"),
                         arguments: [hash.hex])
+                    flagged =
+                        try Bool.fetchOne(
+                            db.cachedStatement(
+                                sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)"),
+                            arguments: [hash.hex]) ?? false
                 },
                 { () throws(any Error) in try staged.sync() })
             guard let documentRow, let documentID = documentRow.id else {
                 throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
             }
-            let path = self.layout.blobPath(hash)
             let directory = (path as NSString).deletingLastPathComponent
-            let intact = try recordedSize.map { try FileSystem.fileSize(path) == $0 } ?? false
+            let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
             if !intact {
                 try FileSystem.makeDirectory(directory)
+                // Names the blob in tmp/ until the commit: if this process dies before, a
+                // prune finds the orphan from this claim without listing blobs/.
+                claim = try POSIXFile.createLocked(
+                    self.layout.tmpDirectory + "/\(hash.hex)-\(RandomKey.make().prefix(8)).claim")
+                if flagged, FileSystem.exists(path) {
+                    // A reader found this copy bad: kept as evidence, not overwritten.
+                    _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
+                }
                 try Failpoint.check("blob.beforeRename")
                 try FileSystem.rename(staged.temporaryPath, path)
                 try Failpoint.check("blob.afterRename")
                 try Parallel.both(
                     { () throws(StoreError) in try self.recordBlob(staged, in: db) },
                     { () throws(StoreError) in try FileSystem.syncDirectory(directory) })
+                if flagged {
+                    try db.execute(
+                        sql: "UPDATE document SET corrupt = 0 WHERE blobSha256 = ? AND corrupt", arguments: [hash.hex])
+                }
                 try Failpoint.check("blob.afterInsert")
             }
             try self.catalog.adjustReference(from: documentRow.blobSha256, to: hash.hex, in: db)
@@ -108,6 +141,20 @@ extension InstantStore {
         try Failpoint.check("blob.afterCommit")
         try? recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)
+    }
+
+    /// Whether the stored file at `path` holds the staged PDF intact: byte for byte the
+    /// staged frame (the usual case, cheap), or else a frame of its own (written from a
+    /// stream rather than a file, say) that decompresses and hashes to the same bytes.
+    /// Any failure to read it counts as damage: the staged copy then replaces it.
+    private func isIntactCopy(of staged: StagedBlob, at path: String) -> Bool {
+        if (try? staged.hasSameBytes(as: path)) == true { return true }
+        do {
+            try BlobReader(layout: layout, hash: staged.hash).read(expectedSize: staged.size, verifyHash: true) { _ in }
+            return true
+        } catch {
+            return false
+        }
     }
 
     /// Records a blob just renamed into place, keeping the reference count of a row that
@@ -133,7 +180,7 @@ extension InstantStore {
     /// Tells the document's layer files which PDF they belong to (for catalog rebuilds).
     private func recordPDF(_ hash: BlobHash, inLayers keys: [String]) throws(StoreError) {
         for key in keys {
-            let layer = try openLayer(key: key)
+            let layer = try openHookedLayer(key: key)
             defer { layer.close() }
             if try layer.metadata().pdfSHA256 != hash { try layer.setPDF(hash) }
         }
@@ -164,7 +211,17 @@ extension InstantStore {
             try BlobReader(layout: layout, hash: hash).read(expectedSize: size, verifyHash: true, body)
         } catch {
             if try wasCollected(hash, failure: error) { throw .noSuchBlob(sha256: hash.hex) }
+            if case .corruptBlob = error { flagBlobCorrupt(hash) }
             throw error
+        }
+    }
+
+    /// Flags every document using `hash` corrupt, so listings show them `invalid` and the
+    /// next ingest of the right bytes replaces the copy. Best effort: the error that found
+    /// the damage reaches the caller either way, and verify finds it again.
+    func flagBlobCorrupt(_ hash: BlobHash) {
+        try? catalog.write { db in
+            try db.execute(sql: "UPDATE document SET corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
         }
     }
 
@@ -194,7 +251,7 @@ extension InstantStore {
         guard let size else { throw .noSuchBlob(sha256: hash.hex) }
         return PDFChunks(
             reader: BlobReader(layout: layout, hash: hash), size: size, range: range ?? 0..<size,
-            storedFrame: storedFrame)
+            storedFrame: storedFrame, foundCorrupt: { [self] in self.flagBlobCorrupt(hash) })
     }
 
     /// Writes a stored PDF to `destination` (replacing it), after checking every byte.

@@ -35,28 +35,37 @@ public struct PruneReport: Sendable, Equatable, Codable {
 }
 
 extension InstantStore {
-    /// Removes unreferenced entries, then clean layers past the age limit, then the
-    /// least-recently-used clean layers while the store is over the size budget. A layer
-    /// with pending changes is never removed, whatever its age or size.
+    /// Sweeps what dead writers left (temp files, and the orphans their claims name: see
+    /// ``RemovalReport/swept``), then removes unreferenced entries, then clean layers past
+    /// the age limit, then the least-recently-used clean layers while the store is over
+    /// the size budget. A layer with pending changes is never removed, whatever its age or
+    /// size, nor one whose file cannot be opened to check (it is listed as skipped).
+    ///
+    /// Refused with ``StoreError/originStore(path:)`` in a server's store.
     ///
     /// ```swift
     /// let report = try store.prune(PruneOptions(dryRun: true, maxSize: 10 << 30))
     /// print(report.removed.bytesFreed)
     /// ```
     public func prune(_ options: PruneOptions = PruneOptions()) throws(StoreError) -> PruneReport {
+        try checkRemovalAllowed()
+        let swept = try sweepAbandoned(dryRun: options.dryRun)
         let plan = try catalog.read { db in try PrunePlan(db, options: options) }
         guard !plan.isEmpty else {
+            var removed = RemovalReport()
+            removed.swept = swept
             return PruneReport(
-                removed: RemovalReport(), dryRun: options.dryRun, sizeBefore: plan.sizeBefore,
-                sizeAfter: plan.sizeBefore)
+                removed: removed, dryRun: options.dryRun, sizeBefore: plan.sizeBefore, sizeAfter: plan.sizeBefore)
         }
         if options.dryRun {
-            let removed = try catalog.read { db in try plan.describe(db) }
+            var removed = try catalog.read { db in try plan.describe(db) }
+            removed.swept = swept
             return PruneReport(
                 removed: removed, dryRun: true, sizeBefore: plan.sizeBefore,
                 sizeAfter: plan.sizeBefore - removed.bytesFreed)
         }
         var total = RemovalReport()
+        total.swept = swept
         // Batches keep each write transaction short; each re-checks what it removes.
         for batch in stride(from: 0, to: max(plan.layerIDs.count, 1), by: 200) {
             let ids = Array(plan.layerIDs[batch..<min(batch + 200, plan.layerIDs.count)])
@@ -65,7 +74,8 @@ extension InstantStore {
                 let rows = ids.isEmpty ? [] : try self.layerRows(db, "layer.id IN (\(placeholders))", ids)
                 // A layer used since the plan was made is no longer a candidate.
                 let current = rows.filter { plan.lastUsed[$0.0.id ?? -1] == $0.0.lastUsedAt }
-                try self.deleteLayers(current, keeping: .refuse, in: db, report: &report, marked: marked)
+                try self.deleteLayers(
+                    current, keeping: .refuse, in: db, report: &report, marked: marked, skipUnreadable: true)
                 let documentIDs = Set(current.map(\.0.documentId)).union(batch == 0 ? plan.documentIDs : [])
                 try self.deleteDocuments(Array(documentIDs), in: db, report: &report)
                 try self.deleteUnreferencedBlobs(nil, in: db, report: &report)
@@ -230,5 +240,8 @@ extension RemovalReport {
         discardedPendingChanges += other.discardedPendingChanges
         skippedDirtyLayers += other.skippedDirtyLayers
         skippedPendingChanges += other.skippedPendingChanges
+        skippedUnreadableLayers += other.skippedUnreadableLayers
+        quarantined += other.quarantined
+        swept += other.swept
     }
 }

@@ -95,11 +95,13 @@ extension InstantStore {
     func remove(_ body: (Database, inout RemovalReport, MarkedLayers) throws -> Void) throws(StoreError)
         -> RemovalReport
     {
+        try checkRemovalAllowed()
         let marked = MarkedLayers()
-        let report: RemovalReport
+        var report: RemovalReport
         do throws(StoreError) {
             report = try catalog.write { db in
                 marked.keys.removeAll()
+                marked.toQuarantine.removeAll()
                 var report = RemovalReport()
                 try body(db, &report, marked)
                 try Failpoint.check("remove.beforeCommit")
@@ -110,6 +112,11 @@ extension InstantStore {
             throw error
         }
         try Failpoint.check("remove.afterCommit")
+        // Unreadable layers the caller asked to discard: their rows are gone; their files
+        // go to quarantine/, never unlinked (killed before this, GC's orphan rule moves them).
+        for relative in marked.toQuarantine {
+            if let name = try layout.quarantine(relative) { report.quarantined.append(name) }
+        }
         try sweepTombstones()
         return report
     }
@@ -136,29 +143,54 @@ extension InstantStore {
     /// Marks each layer removed under its own write lock (skipping those holding pending
     /// changes that `policy` keeps), deletes its row and tombstones its file, in the
     /// caller's transaction.
+    ///
+    /// A layer whose file cannot be opened is never deleted unchecked: a missing file has
+    /// nothing to lose; a corrupt one asked to be discarded goes to quarantine (after the
+    /// commit); anything else (a newer format, no permission, no descriptors left) fails
+    /// the removal with ``StoreError/layerUnreadable(layer:reason:)``, or, with
+    /// `skipUnreadable` (prune), keeps the layer and lists it.
     func deleteLayers(
         _ rows: [(LayerRecord, LayerReference)], keeping policy: PendingChangesPolicy, in db: Database,
-        report: inout RemovalReport, marked: MarkedLayers
+        report: inout RemovalReport, marked: MarkedLayers, skipUnreadable: Bool = false
     ) throws {
         for (row, reference) in rows {
             var pending: Int64 = 0
-            // A layer file that cannot be opened (missing, corrupt) has nobody writing to it.
-            if let layer = try? openLayer(key: row.key) {
-                defer { layer.close() }
-                let outcome = try layer.markRemoved(allowingPendingThrough: policy.allowedSequence(reference))
-                guard outcome.marked else {
-                    report.skippedDirtyLayers.append(reference)
-                    report.skippedPendingChanges += outcome.pending
-                    continue
+            var quarantine = false
+            if FileSystem.exists(layout.layerPath(key: row.key)) {
+                do {
+                    let layer = try openLayer(key: row.key)
+                    defer { layer.close() }
+                    let outcome = try layer.markRemoved(allowingPendingThrough: policy.allowedSequence(reference))
+                    guard outcome.marked else {
+                        report.skippedDirtyLayers.append(reference)
+                        report.skippedPendingChanges += outcome.pending
+                        continue
+                    }
+                    pending = outcome.pending
+                    marked.keys.append(row.key)
+                } catch {
+                    let failure = Catalog.map(error, path: row.key)
+                    if case .corruptLayer = failure, policy == .discard {
+                        quarantine = true
+                    } else if skipUnreadable {
+                        report.skippedUnreadableLayers.append(reference)
+                        continue
+                    } else {
+                        throw StoreError.layerUnreadable(layer: reference.description, reason: failure.description)
+                    }
                 }
-                pending = outcome.pending
-                marked.keys.append(row.key)
             }
             try Failpoint.check("remove.afterMark")
-            try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [row.id])
+            try db.execute(sql: "DELETE FROM layer WHERE id = ? AND key = ?", arguments: [row.id, row.key])
+            // Another process removed it since the rows were read: nothing to count.
+            guard db.changesCount == 1 else { continue }
             try db.execute(
                 sql: "UPDATE document SET layerCount = layerCount - 1 WHERE id = ?", arguments: [row.documentId])
-            try catalog.addTombstone(StoreLayout.layerRelativePath(key: row.key), in: db)
+            if quarantine {
+                marked.toQuarantine.append(StoreLayout.layerRelativePath(key: row.key))
+            } else {
+                try catalog.addTombstone(StoreLayout.layerRelativePath(key: row.key), in: db)
+            }
             report.layers.append(reference)
             report.bytesFreed += row.bytes
             report.discardedPendingChanges += pending
@@ -183,8 +215,9 @@ extension InstantStore {
                         """, arguments: [id])
             else { continue }
             let tenant = TenantURL(normalized: row["tenantURL"])
+            try db.execute(sql: "DELETE FROM document WHERE id = ? AND layerCount <= 0", arguments: [id])
+            guard db.changesCount == 1 else { continue }
             try catalog.adjustReference(from: row["blobSha256"], to: nil, in: db)
-            try db.execute(sql: "DELETE FROM document WHERE id = ?", arguments: [id])
             report.documents.append(DocumentReference(tenant: tenant, document: String(storedBytes: row["identifier"])))
         }
     }
@@ -199,7 +232,8 @@ extension InstantStore {
         }
         for blob in rows {
             guard let hash = BlobHash(hex: blob.sha256) else { continue }
-            try blob.delete(db)
+            try db.execute(sql: "DELETE FROM blob WHERE sha256 = ? AND refCount <= 0", arguments: [blob.sha256])
+            guard db.changesCount == 1 else { continue }
             try catalog.addTombstone(StoreLayout.blobRelativePath(hash), in: db)
             try Failpoint.check("gc.afterDeleteRow")
             report.blobs.append(hash)
@@ -212,4 +246,6 @@ extension InstantStore {
 final class MarkedLayers: @unchecked Sendable {
     // @unchecked: used inside one catalog write closure and right after it, on one thread.
     var keys: [String] = []
+    /// Layer files (relative paths) to move to quarantine once the transaction committed.
+    var toQuarantine: [String] = []
 }

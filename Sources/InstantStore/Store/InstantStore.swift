@@ -21,12 +21,40 @@ public final class InstantStore: Sendable {
     /// Where the store lives.
     public let layout: StoreLayout
     let catalog: Catalog
+    /// How this handle was opened: only a handle opened as ``StoreRole/origin`` may remove
+    /// anything from a server's store.
+    let openedAs: StoreRole
 
     /// Opens the store at `root`, creating it if needed.
-    public init(root: URL) throws(StoreError) {
+    ///
+    /// A rebuild of the catalog that was killed after it had finished building is
+    /// completed first. A store whose catalog is missing while it holds PDFs or layers has
+    /// its catalog rebuilt from them (see ``rebuildCatalog(root:)``), never started empty:
+    /// an empty catalog would make every file look like garbage.
+    ///
+    /// - Parameter role: ``StoreRole/origin`` for a server's own PDFs: the store is marked
+    ///   so, nothing can then remove a PDF from it but a handle opened the same way, and
+    ///   every ingest is synced before it returns. Opening a server's store as a cache (as
+    ///   `instantctl` does) reads it, but refuses every removal.
+    public init(root: URL, role: StoreRole = .cache) throws(StoreError) {
         layout = StoreLayout(root: root)
         try layout.createDirectories()
+        try CatalogRebuild.finishInstall(layout)
+        if !FileSystem.exists(layout.catalogPath), try layout.holdsData() {
+            try CatalogRebuild.rebuild(layout)
+        }
         catalog = try Catalog(path: layout.catalogPath)
+        if role == .origin && !catalog.isOrigin { try catalog.markOrigin() }
+        openedAs = role
+    }
+
+    /// What this store is: a client's cache, or a server's originals.
+    public var role: StoreRole { openedAs == .origin || catalog.isOrigin ? .origin : .cache }
+
+    /// Throws ``StoreError/originStore(path:)`` unless removing is allowed: always in a
+    /// cache, in a server's store only through the server's own handle.
+    func checkRemovalAllowed() throws(StoreError) {
+        if catalog.isOrigin && openedAs != .origin { throw .originStore(path: layout.rootPath) }
     }
 
     /// The store's root directory.
@@ -81,10 +109,13 @@ public final class InstantStore: Sendable {
             try Failpoint.check("layer.afterInsert")
         }
         try Failpoint.check("layer.afterCommit")
-        return try openLayer(key: key)
+        return try openHookedLayer(key: key)
     }
 
     /// Opens a stored layer for reading and changing its annotations.
+    ///
+    /// A removed mark left on the file by a removal that never committed (refused, rolled
+    /// back, or killed) is cleared here, without discarding anything.
     public func openLayer(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> LayerDatabase {
         let row = try catalog.read { db -> LayerRecord? in
             guard let tenantID = try catalog.tenantID(tenant, create: false, in: db),
@@ -93,11 +124,15 @@ public final class InstantStore: Sendable {
             return try catalog.layer(id, layer, in: db)
         }
         guard let row else { throw .noSuchLayer(tenant: tenant.string, document: document, layer: layer) }
-        let database = try openLayer(key: row.key)
+        let database = try openHookedLayer(key: row.key)
         let metadata = try database.metadata()
         guard metadata.tenant == tenant, metadata.documentIdentifier == document, metadata.layerName == layer else {
             throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
         }
+        if try database.isMarkedRemoved(), try !resolveStaleMark(database) {
+            throw .layerRemoved(document: document, layer: layer)
+        }
+        // Bookkeeping for prune's least-recently-used order: a lost update costs nothing.
         try? catalog.write { db in
             try db.execute(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?", arguments: [Date(), row.key])
         }
@@ -114,33 +149,67 @@ public final class InstantStore: Sendable {
         }
     }
 
+    /// A handle without hooks, for use inside a catalog transaction (the hooks write to the
+    /// catalog, which would re-enter it).
     func openLayer(key: String) throws(StoreError) -> LayerDatabase {
+        try LayerDatabase(path: layout.layerPath(key: key), key: key)
+    }
+
+    /// A handle for apps: it keeps the catalog's counts current, flags the layer corrupt
+    /// when it finds it so, and tells a stale removed mark from a real removal. Never use
+    /// it inside a catalog transaction.
+    func openHookedLayer(key: String) throws(StoreError) -> LayerDatabase {
         let catalog = self.catalog
-        return try LayerDatabase(path: layout.layerPath(key: key), key: key) { summary in
-            try? catalog.write { db in
-                try db.execute(
-                    sql:
-                        "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
-                    arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
-            }
+        let hooks = LayerHooks(
+            didWrite: { summary in
+                // The counts are a listing summary; verify recomputes them from the file.
+                try? catalog.write { db in
+                    try db.execute(
+                        sql:
+                            "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
+                        arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
+                }
+            },
+            resolveMark: { [self] (layer) throws(StoreError) in try self.resolveStaleMark(layer) },
+            flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) })
+        do {
+            return try LayerDatabase(path: layout.layerPath(key: key), key: key, hooks: hooks)
+        } catch {
+            if case .corruptLayer = error { flagLayerCorrupt(key: key) }
+            throw error
         }
+    }
+
+    /// Decides, under the catalog's write lock, whether a removed mark is stale. Every
+    /// removal marks a file and deletes its row in one catalog transaction, so with that
+    /// lock held a row still naming the file means the removal never committed: the mark
+    /// is cleared and true returned. No row: the layer is gone, false.
+    func resolveStaleMark(_ layer: LayerDatabase) throws(StoreError) -> Bool {
+        try catalog.write { db in
+            let claimed =
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [layer.key]) ?? false
+            if claimed { try layer.unmarkRemoved() }
+            return claimed
+        }
+    }
+
+    /// Flags a layer found corrupt, so listings show it `invalid` at once. Best effort: the
+    /// error that found it reaches the caller either way, and verify finds it again.
+    func flagLayerCorrupt(key: String) {
+        try? catalog.write { db in try db.execute(sql: "UPDATE layer SET corrupt = 1 WHERE key = ?", arguments: [key]) }
     }
 
     /// The document's row, created (with its tenant) when missing.
     func documentRow(_ tenant: TenantURL, _ identifier: String, in db: Database) throws -> DocumentRecord {
-        guard let tenantID = try catalog.tenantID(tenant, create: true, in: db) else {
-            throw StoreError.invalidServerURL(tenant.string)
-        }
-        if let row = try catalog.document(tenantID, identifier, in: db) { return row }
-        let now = Date()
-        var row = DocumentRecord(
-            id: nil, tenantId: tenantID, identifier: identifier.storedBytes, blobSha256: nil, corrupt: false,
-            layerCount: 0, createdAt: now, lastUsedAt: now)
-        try row.insert(db)
-        return row
+        try catalog.documentRow(tenant, identifier, in: db)
     }
 
     // MARK: Tombstones
+
+    /// Tombstones not yet swept (for prune's dry run).
+    func pendingTombstones() throws(StoreError) -> [String] {
+        try catalog.read { db in try String.fetchAll(db, sql: "SELECT path FROM tombstone") }
+    }
 
     /// Unlinks the files whose rows earlier transactions deleted. Runs in a write
     /// transaction of its own: no row claims a tombstoned path, and a writer that
@@ -148,6 +217,13 @@ public final class InstantStore: Sendable {
     func sweepTombstones() throws(StoreError) {
         try catalog.write { db in
             for tombstone in try TombstoneRecord.fetchAll(db) {
+                // A writer re-creates a tombstoned path only with a row of its own (and
+                // removes the tombstone in the same transaction); a row claiming the
+                // path now means the tombstone is stale, and the file is not garbage.
+                if try self.isClaimed(tombstone.path, in: db) {
+                    try tombstone.delete(db)
+                    continue
+                }
                 let path = self.layout.absolute(tombstone.path)
                 for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(path + suffix) }
                 try Failpoint.check("gc.afterUnlink")
@@ -155,4 +231,14 @@ public final class InstantStore: Sendable {
             }
         }
     }
+}
+
+/// What a store holds: a client's cache of PDFs it can download again, or a server's
+/// original PDFs, which nobody can.
+public enum StoreRole: String, Sendable, Codable {
+    /// A client's store: prune, garbage collection and removal free space.
+    case cache
+    /// A server's data directory: no PDF is ever removed by prune, garbage collection or
+    /// `instantctl`; only the server's own handle removes (a deleted document).
+    case origin
 }

@@ -66,11 +66,22 @@ public struct RemovalReport: Sendable, Equatable, Codable {
     public var skippedDirtyLayers: [LayerReference] = []
     /// The changes not yet sent in ``skippedDirtyLayers``.
     public var skippedPendingChanges: Int64 = 0
+    /// Layers left in place because their file could not be opened to check them (a
+    /// newer format, no permission): prune skips them; `instantctl verify` says why.
+    public var skippedUnreadableLayers: [LayerReference] = []
+    /// Files moved to `quarantine/` instead of being deleted (names in that directory):
+    /// layers that could not be read, so whatever they hold stays recoverable.
+    public var quarantined: [String] = []
+    /// Garbage swept on the way (prune): orphan files and temp files of dead writers,
+    /// as paths relative to the root.
+    public var swept: [String] = []
 
     public init() {}
 
     /// Whether nothing was (or would be) removed.
-    public var isEmpty: Bool { layers.isEmpty && documents.isEmpty && blobs.isEmpty }
+    public var isEmpty: Bool {
+        layers.isEmpty && documents.isEmpty && blobs.isEmpty && swept.isEmpty && quarantined.isEmpty
+    }
 }
 
 extension TenantURL: Codable {

@@ -32,6 +32,16 @@ final class POSIXFile: @unchecked Sendable {
         try open(path, flags: O_RDWR | O_CREAT | O_EXCL)
     }
 
+    /// Creates a new file (mode 0600) that holds an exclusive flock from before its name
+    /// appears: a sweeper that finds it free knows its writer is gone, never that it has
+    /// not locked it yet.
+    static func createLocked(_ path: String) throws(StoreError) -> POSIXFile {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = instant_create_locked(directory, path)
+        guard fd >= 0 else { throw .fromErrno("create", path) }
+        return POSIXFile(path: path, descriptor: fd)
+    }
+
     /// Writes all of `bytes`, retrying short writes and `EINTR`.
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
         try Failpoint.check("file.write", path: path)
@@ -138,17 +148,85 @@ enum FileSystem {
         if unlink(path) != 0 && errno != ENOENT { throw .fromErrno("unlink", path) }
     }
 
-    /// Creates `path` and its parents with mode 0700; an existing directory is fine.
+    /// Creates `path` and its parents with mode 0700; an existing directory is fine. A
+    /// directory it creates is synced into its parent, so a file renamed into it later
+    /// cannot vanish with the directory in a power cut.
     static func makeDirectory(_ path: String) throws(StoreError) {
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        if errno == ENOENT {
-            let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty && parent != path {
-                try makeDirectory(parent)
-                if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if mkdir(path, 0o700) == 0 {
+            if !parent.isEmpty { try syncDirectory(parent) }
+            return
+        }
+        if errno == EEXIST { return }
+        if errno == ENOENT, !parent.isEmpty, parent != path {
+            try makeDirectory(parent)
+            if mkdir(path, 0o700) == 0 {
+                try syncDirectory(parent)
+                return
             }
+            if errno == EEXIST { return }
         }
         throw .fromErrno("mkdir", path)
+    }
+
+    /// Sets `path`'s permission bits to `mode` when they differ (an absent file is fine).
+    static func restrictMode(_ path: String, to mode: mode_t) throws(StoreError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw .fromErrno("stat", path)
+        }
+        if info.st_mode & 0o7777 != mode, chmod(path, mode) != 0 { throw .fromErrno("chmod", path) }
+    }
+
+    /// The permission bits of `path`, nil when it does not exist.
+    static func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & 0o7777 : nil
+    }
+
+    /// Whether `path` is a directory (not following a symbolic link).
+    static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Whether `path` is a regular file (not following a symbolic link).
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// What tells one file from another at a path: device, inode, size and change time.
+    /// Repair compares it inside its write transaction with what it saw when it decided,
+    /// so it never acts on a file that was replaced meanwhile.
+    static func identity(_ path: String) -> FileIdentity? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return FileIdentity(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
+    }
+
+    /// The modification time of `path`, nil when it does not exist.
+    static func modificationDate(_ path: String) -> Date? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+    }
+
+    /// Copies the file at `source` to the new file `destination` (0600), synced.
+    static func copy(_ source: String, to destination: String) throws(StoreError) {
+        let input = try POSIXFile.open(source, flags: O_RDONLY)
+        let output = try POSIXFile.create(destination)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try input.read(into: buffer)
+            if count == 0 { break }
+            try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+        try output.sync()
     }
 
     /// Makes a rename or unlink in `directory` durable.
@@ -173,6 +251,14 @@ enum FileSystem {
         }
         return names
     }
+}
+
+/// See ``FileSystem/identity(_:)``.
+struct FileIdentity: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var changed: Int64
 }
 
 extension StoreError {

@@ -13,14 +13,26 @@ extension InstantStore {
     /// Repair recomputes counts, moves corrupt files to `quarantine/` and flags their
     /// documents corrupt (the client reports them `invalid` until downloaded again),
     /// deletes orphans and dead temp files, and carries the pending changes of a corrupt
-    /// layer into a fresh file. It never drops a pending change silently.
+    /// layer into a fresh file. It never deletes a file that may hold a pending change
+    /// (such files are adopted back or quarantined), never touches a file of a newer
+    /// format, and changes nothing at all while the catalog fails its integrity check:
+    /// its rows cannot be trusted, so it must be rebuilt first.
+    ///
+    /// The report ends with what `quarantine/` holds (``VerificationReport/quarantine``).
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(StoreError) -> VerificationReport {
         var report = VerificationReport()
+        var options = options
         try checkCatalogIntegrity(&report)
+        if !report.problems.isEmpty && options.repair {
+            options.repair = false
+            report.problems[0].detail +=
+                "; nothing was repaired: rebuild the catalog first (verify --repair --rebuild-catalog)"
+        }
         try checkBlobs(options, &report)
         try checkCounts(options, &report)
         try checkLayers(options, &report)
         try checkFiles(options, &report)
+        report.quarantine = try quarantinedFiles()
         return report
     }
 
@@ -45,6 +57,7 @@ extension InstantStore {
         for (index, blob) in blobs.enumerated() {
             guard let hash = BlobHash(hex: blob.sha256) else { continue }
             let reader = BlobReader(layout: layout, hash: hash)
+            let identity = FileSystem.identity(reader.path)
             report.blobsChecked += 1
             do throws(StoreError) {
                 try reader.checkHeader(expectedSize: blob.size, expectedStoredSize: blob.storedSize)
@@ -67,8 +80,8 @@ extension InstantStore {
                 let missing = !FileSystem.exists(reader.path)
                 var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
                 if options.repair {
-                    try quarantineBlob(hash)
-                    problem.fixed = true
+                    problem.fixed = try quarantineBlob(hash, ifStill: identity)
+                    if !problem.fixed { problem.detail += "; replaced meanwhile, left alone" }
                 }
                 report.problems.append(problem)
             }
@@ -78,15 +91,22 @@ extension InstantStore {
 
     /// Sets a bad blob aside: its file to `quarantine/`, its row gone, and the documents
     /// that used it flagged corrupt with no PDF (so the next download fetches the PDF alone).
-    func quarantineBlob(_ hash: BlobHash) throws(StoreError) {
+    ///
+    /// Decided again inside the write transaction: when the file is no longer the one
+    /// found bad (`identity`: an ingest replaced it with good bytes meanwhile), nothing is
+    /// done and false returned.
+    func quarantineBlob(_ hash: BlobHash, ifStill identity: FileIdentity?) throws(StoreError) -> Bool {
         try catalog.write { db in
             let path = self.layout.blobPath(hash)
-            if FileSystem.exists(path) {
+            guard FileSystem.identity(path) == identity, try BlobRecord.exists(db, key: hash.hex) else { return false }
+            if identity != nil {
                 try FileSystem.rename(path, self.layout.quarantinePath(for: StoreLayout.blobRelativePath(hash)))
+                try FileSystem.syncDirectory(self.layout.quarantineDirectory)
             }
             try db.execute(
                 sql: "UPDATE document SET blobSha256 = NULL, corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
             try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [hash.hex])
+            return true
         }
     }
 

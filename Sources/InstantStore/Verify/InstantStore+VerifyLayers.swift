@@ -10,19 +10,42 @@ extension InstantStore {
             do throws(StoreError) {
                 try checkLayer(row, reference, options, &report)
             } catch {
-                switch error {
-                case .corruptLayer, .unsupportedFormatVersion: break
-                default: throw error
-                }
-                let missing = !FileSystem.exists(layout.layerPath(key: row.key))
-                var problem = Problem(
-                    kind: missing ? .missingLayer : .corruptLayer, subject: reference.description, detail: "\(error)")
-                if options.repair {
-                    try replaceLayerFile(row, reference, &report)
-                    problem.fixed = true
-                }
-                report.problems.append(problem)
+                try record(error, row, reference, options, &report)
             }
+        }
+    }
+
+    /// Reports what opening or checking a layer found, and repairs what may be repaired.
+    private func record(
+        _ error: StoreError, _ row: LayerRecord, _ reference: LayerReference, _ options: VerifyOptions,
+        _ report: inout VerificationReport
+    ) throws(StoreError) {
+        switch error {
+        case .unsupportedFormatVersion:
+            // Never repaired: a newer build's file is not ours to judge.
+            report.problems.append(
+                Problem(kind: .unsupportedFormat, subject: reference.description, detail: "\(error); left untouched"))
+        case .corruptLayer:
+            let missing = !FileSystem.exists(layout.layerPath(key: row.key))
+            // A layer removed (or replaced) since the rows were read is not missing.
+            if missing, try !isCurrent(row) { return }
+            var problem = Problem(
+                kind: missing ? .missingLayer : .corruptLayer, subject: reference.description, detail: "\(error)")
+            if options.repair { problem.fixed = try replaceLayerFile(row, reference, &report) }
+            report.problems.append(problem)
+        case .io, .database, .busy:
+            report.problems.append(
+                Problem(kind: .inaccessibleFile, subject: reference.description, detail: "\(error); left untouched"))
+        default:
+            throw error
+        }
+    }
+
+    /// Whether the row still names the same file (re-read from the catalog).
+    func isCurrent(_ row: LayerRecord) throws(StoreError) -> Bool {
+        try catalog.read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM layer WHERE id = ? AND key = ?", arguments: [row.id, row.key]) ?? false
         }
     }
 
@@ -38,18 +61,17 @@ extension InstantStore {
             metadata.layerName == reference.layer
         else { throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog") }
         if health.markedRemoved {
-            // A removal died between marking the file and deleting the row: finish it.
+            // A removal marks the file and deletes the row in one catalog transaction; a
+            // row that is still here means that removal never committed. Clearing the
+            // mark (under the catalog's write lock) discards nothing.
             var problem = Problem(
-                kind: .layerMarkedRemoved, subject: reference.description, detail: "removal was interrupted")
+                kind: .layerMarkedRemoved, subject: reference.description,
+                detail: "a removal that never completed left it refusing writes")
             if options.repair {
-                _ = try remove { db, report, marked in
-                    try self.deleteLayers(
-                        [(row, reference)], keeping: .discard, in: db, report: &report, marked: marked)
-                }
-                problem.fixed = true
+                problem.fixed = try resolveStaleMark(layer)
+                if problem.fixed { problem.detail += "; the mark was cleared, nothing discarded" }
             }
             report.problems.append(problem)
-            return
         }
         let summary = try layer.summary()
         if summary.annotationCount != row.annotationCount || summary.pendingCount != row.pendingCount {
@@ -58,10 +80,12 @@ extension InstantStore {
                 detail: "catalog says \(row.annotationCount) annotations, \(row.pendingCount) pending; "
                     + "the layer holds \(summary.annotationCount) and \(summary.pendingCount)")
             if options.repair {
+                // Counted again inside the transaction: a write since the check moved them.
                 try catalog.write { db in
+                    let current = try layer.summary()
                     try db.execute(
                         sql: "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ? WHERE key = ?",
-                        arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, row.key])
+                        arguments: [current.annotationCount, current.pendingCount, current.bytes, row.key])
                 }
                 problem.fixed = true
             }
@@ -71,45 +95,76 @@ extension InstantStore {
 
     /// Replaces a missing or corrupt layer file with a fresh one that carries every pending
     /// change that can still be read (cursor reset, so the next sync brings the server's
-    /// records). The old file goes to `quarantine/`. When no pending change can be read
-    /// the fresh layer is flagged corrupt, so the client reports it `invalid`.
+    /// records), crash-atomically:
+    ///
+    /// 1. Inside one catalog write transaction, after checking the row still names the
+    ///    file: the pending changes are read under the old file's write lock, in the same
+    ///    SQLite transaction that marks it removed, so a change made meanwhile is either
+    ///    in what was read or refused (open handles see `layerRemoved`).
+    /// 2. The new file is written completely under a new key, renamed into `layers/`, and
+    ///    the row switched to it; then the transaction commits.
+    /// 3. Only then does the old file go to `quarantine/`, with its `-wal` and `-shm`.
+    ///
+    /// Killed before 2 commits, the old file still has its row (its stale mark is cleared
+    /// at the next open) and the new one is an orphan holding copies, which GC
+    /// quarantines. Killed before 3, the old file is an orphan marked removed, which GC
+    /// quarantines when it holds anything. When no pending change can be read the fresh
+    /// layer is flagged corrupt, so the client reports it `invalid`. Returns false when
+    /// the row changed meanwhile (nothing done).
     func replaceLayerFile(
         _ row: LayerRecord, _ reference: LayerReference, _ report: inout VerificationReport
-    ) throws(StoreError) {
+    ) throws(StoreError) -> Bool {
         let oldPath = layout.layerPath(key: row.key)
-        let salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
-        let pending = salvaged ?? []
-        report.pendingChangesSalvaged += pending.count
-        if salvaged == nil && FileSystem.exists(oldPath) { report.pendingChangesUnreadable += Int(row.pendingCount) }
-        let pdf = try catalog.read { db in
-            try String.fetchOne(db, sql: "SELECT blobSha256 FROM document WHERE id = ?", arguments: [row.documentId])
-        }
         let staging = try LayerStaging(layout)
         defer { staging.cleanUp() }
-        let key = staging.key
-        let tempPath = staging.path
-        let metadata = LayerMetadata(
-            tenant: reference.tenant, documentIdentifier: reference.document, layerName: reference.layer,
-            pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: row.userId.map { String(storedBytes: $0) },
-            lastServerRevision: 0)
-        try LayerDatabase.create(at: tempPath, key: key, metadata: metadata, records: [], pending: pending)
-        let fresh = try LayerDatabase(path: tempPath, key: key)
-        let summary = try fresh.summary()
-        fresh.close()
-        let lostEverything = salvaged == nil
-        try catalog.write { db in
+        let outcome = try catalog.write { db -> (salvaged: Int, unreadable: Int)? in
+            guard let current = try LayerRecord.fetchOne(db, key: row.id), current.key == row.key else { return nil }
+            var salvaged: [PendingChange]?
+            var unreadable = 0
             if FileSystem.exists(oldPath) {
-                try FileSystem.rename(
-                    oldPath, self.layout.quarantinePath(for: StoreLayout.layerRelativePath(key: row.key)))
-                for suffix in ["-wal", "-shm"] { try FileSystem.remove(oldPath + suffix) }
+                do {
+                    let old = try LayerDatabase(path: oldPath, key: row.key)
+                    defer { old.close() }
+                    salvaged = try old.takePendingChangesAndMarkRemoved()
+                } catch {
+                    // Too damaged to lock and mark: read what can be read. A writer still
+                    // holding it writes into the file that goes to quarantine, not to nothing.
+                    salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
+                }
+                if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
-            let newPath = self.layout.layerPath(key: key)
-            try FileSystem.rename(tempPath, newPath)
+            try Failpoint.check("replace.afterSalvage")
+            let pdf = try String.fetchOne(
+                db, sql: "SELECT blobSha256 FROM document WHERE id = ?", arguments: [current.documentId])
+            let metadata = LayerMetadata(
+                tenant: reference.tenant, documentIdentifier: reference.document, layerName: reference.layer,
+                pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: current.userId.map { String(storedBytes: $0) },
+                lastServerRevision: 0)
+            try LayerDatabase.create(
+                at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [])
+            let fresh = try LayerDatabase(path: staging.path, key: staging.key)
+            let summary = try fresh.summary()
+            fresh.close()
+            try FileSystem.rename(staging.path, self.layout.layerPath(key: staging.key))
             try FileSystem.syncDirectory(self.layout.layersDirectory)
+            try Failpoint.check("replace.afterRename")
             try db.execute(
-                sql:
-                    "UPDATE layer SET key = ?, corrupt = ?, pendingCount = ?, annotationCount = ?, bytes = ? WHERE id = ?",
-                arguments: [key, lostEverything, summary.pendingCount, summary.annotationCount, summary.bytes, row.id])
+                sql: """
+                    UPDATE layer SET key = ?, corrupt = ?, pendingCount = ?, annotationCount = ?, bytes = ?
+                    WHERE id = ? AND key = ?
+                    """,
+                arguments: [
+                    staging.key, salvaged == nil, summary.pendingCount, summary.annotationCount, summary.bytes,
+                    row.id, row.key,
+                ])
+            try Failpoint.check("replace.beforeCommit")
+            return (salvaged?.count ?? 0, unreadable)
         }
+        guard let outcome else { return false }
+        try Failpoint.check("replace.afterCommit")
+        report.pendingChangesSalvaged += outcome.salvaged
+        report.pendingChangesUnreadable += outcome.unreadable
+        _ = try layout.quarantine(StoreLayout.layerRelativePath(key: row.key))
+        return true
     }
 }

@@ -16,6 +16,10 @@ public struct Problem: Sendable, Equatable, Codable, CustomStringConvertible {
         case corruptLayer = "corrupt_layer"
         case layerMarkedRemoved = "layer_marked_removed"
         case layerSummaryDrift = "layer_summary_drift"
+        /// A file that cannot be opened now (permissions, descriptors): left untouched.
+        case inaccessibleFile = "inaccessible_file"
+        /// A file written by a newer version: reported, never repaired.
+        case unsupportedFormat = "unsupported_format_version"
     }
 
     public var kind: Kind
@@ -71,6 +75,11 @@ public struct VerificationReport: Sendable, Equatable, Codable {
     public var pendingChangesSalvaged = 0
     /// Pending local changes that could not be read back from a corrupt layer (its file is kept in quarantine/).
     public var pendingChangesUnreadable = 0
+    /// Names in `blobs/` and `layers/` the store never makes (relative paths): reported,
+    /// never touched, and no problem of the store's (they do not make it unclean).
+    public var strayFiles: [String] = []
+    /// What `quarantine/` holds, with the pending changes of each layer there.
+    public var quarantine: [QuarantinedFile] = []
 
     /// Problems that remain (not fixed).
     public var remaining: [Problem] { problems.filter { !$0.fixed } }

@@ -1,0 +1,148 @@
+import Foundation
+import GRDB
+
+/// What happened to an orphan layer file (one no catalog row claims).
+enum OrphanOutcome: Equatable {
+    /// Claimed by a row after all (a writer committed it since the scan): left alone.
+    case claimed
+    /// Held no pending change: deleted, as garbage.
+    case deleted
+    /// Held pending changes and no layer of its name exists: taken back into the catalog.
+    case adopted(LayerReference)
+    /// Moved to `quarantine/` (unreadable, or its layer exists again): nothing lost.
+    case quarantined(String)
+    /// Left in place, with the reason (a newer format, not accessible, catalog unsound).
+    case left(String)
+}
+
+extension InstantStore {
+    /// Whether a row claims the file at `relativePath` (a blob or a layer file).
+    func isClaimed(_ relativePath: String, in db: Database) throws -> Bool {
+        let name = (relativePath as NSString).lastPathComponent
+        if relativePath.hasPrefix("blobs/") { return try BlobRecord.exists(db, key: name) }
+        let key = String(name.prefix { $0 != "." })
+        return try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [key]) ?? false
+    }
+
+    /// Disposes of the orphan layer file `layers/<key>.sqlite` (and its `-wal`, `-shm`)
+    /// without ever losing a change: inside one catalog write transaction, after checking
+    /// again that no row claims it.
+    ///
+    /// - A file holding pending changes is adopted back when its layer has no row, or else
+    ///   quarantined; a file that cannot be read is quarantined (it may hold changes).
+    /// - A sound file holding no pending change is garbage and deleted, but only when
+    ///   `mayDelete` (the catalog passed its check); otherwise it is left.
+    /// - A file of a newer format, or one that cannot be opened now, is left untouched.
+    func disposeOrphanLayer(key: String, mayDelete: Bool) throws(StoreError) -> OrphanOutcome {
+        let relative = StoreLayout.layerRelativePath(key: key)
+        let path = layout.layerPath(key: key)
+        var quarantine = false
+        let outcome = try catalog.write { db -> OrphanOutcome in
+            if try self.isClaimed(relative, in: db) { return .claimed }
+            switch LayerInspection.inspect(path: path, key: key) {
+            case .missing:
+                // A -wal without its database cannot be read, so it is kept; a lone -shm
+                // is only an index of a WAL and is garbage.
+                if FileSystem.exists(path + "-wal") {
+                    quarantine = true
+                    return .quarantined("")
+                }
+                try FileSystem.remove(path + "-shm")
+                return .deleted
+            case .newerFormat(let found):
+                return .left("written by a newer version (\(found)); left untouched")
+            case .inaccessible(let error):
+                return .left("cannot be opened now (\(error)); left untouched")
+            case .unreadable:
+                quarantine = true
+                return .quarantined("")
+            case .readable(let metadata, let summary, let markedRemoved):
+                if summary.pendingCount == 0 {
+                    guard mayDelete else { return .left("the catalog failed its check; nothing is deleted") }
+                    for suffix in ["-wal", "-shm", ""] { try FileSystem.remove(path + suffix) }
+                    try Failpoint.check("gc.afterOrphanUnlink")
+                    return .deleted
+                }
+                let reference = LayerReference(
+                    tenant: metadata.tenant, document: metadata.documentIdentifier, layer: metadata.layerName)
+                let document = try self.catalog.documentRow(metadata.tenant, metadata.documentIdentifier, in: db)
+                let taken =
+                    try document.id.map { try self.catalog.layer($0, metadata.layerName, in: db) != nil } ?? false
+                if markedRemoved || taken {
+                    quarantine = true
+                    return .quarantined("")
+                }
+                let layer = try LayerDatabase(path: path, key: key)
+                try layer.prepareForAdoption()
+                layer.close()
+                try self.adopt(path, key: key, metadata: metadata, summary: summary, in: db)
+                try Failpoint.check("gc.beforeAdoptCommit")
+                return .adopted(reference)
+            }
+        }
+        guard quarantine else { return outcome }
+        // After the transaction: quarantine moves files and syncs directories, and the
+        // file is nobody's (no row, and rows for it appear only with a new key).
+        return .quarantined(try layout.quarantine(relative) ?? "")
+    }
+
+    /// Deletes an orphan blob inside a write transaction, after checking again that no
+    /// row claims it. A server's store never deletes one: it is quarantined instead.
+    func disposeOrphanBlob(_ relativePath: String) throws(StoreError) -> OrphanOutcome {
+        var quarantine = false
+        let outcome = try catalog.write { db -> OrphanOutcome in
+            if try self.isClaimed(relativePath, in: db) { return .claimed }
+            if self.catalog.isOrigin {
+                quarantine = true
+                return .quarantined("")
+            }
+            try FileSystem.remove(self.layout.absolute(relativePath))
+            try Failpoint.check("gc.afterOrphanUnlink")
+            return .deleted
+        }
+        guard quarantine else { return outcome }
+        return .quarantined(try layout.quarantine(relativePath) ?? "")
+    }
+
+    /// A temp file is dead when the flock its writer held is free: on the file itself for
+    /// blobs and claims, on `<key>.<kind>.lock` for a layer or catalog being built. Locks
+    /// are held from before a name appears (``POSIXFile/createLocked(_:)``), so a free
+    /// lock always means the writer is gone.
+    func isDeadTempFile(_ name: String) throws(StoreError) -> Bool {
+        var lockName = name
+        if !name.hasSuffix(".lock") {
+            for kind in [".layer", ".catalog"] {
+                if let range = name.range(of: kind) {
+                    lockName = String(name[..<range.upperBound]) + ".lock"
+                    break
+                }
+            }
+        }
+        let lockPath = layout.tmpDirectory + "/" + lockName
+        guard FileSystem.exists(lockPath) else { return true }
+        guard let file = try? POSIXFile.open(lockPath, flags: O_RDONLY) else { return false }
+        return try file.lockExclusively(wait: false)
+    }
+
+    /// Temp files of dead writers, and what each may have left outside `tmp/`: a layer
+    /// renamed into `layers/` before its row was committed (`<key>.layer.lock`), a PDF
+    /// renamed into `blobs/` likewise (`<sha256>-<random>.claim`). Cheap: it reads `tmp/` only.
+    func abandonedFiles() throws(StoreError) -> (temp: [String], layerKeys: [String], blobs: [String]) {
+        var temp: [String] = []
+        var layerKeys: [String] = []
+        var blobs: [String] = []
+        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() where try isDeadTempFile(name) {
+            temp.append(name)
+            if name.hasSuffix(".layer.lock"), case let key = String(name.dropLast(".layer.lock".count)),
+                RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
+            {
+                layerKeys.append(key)
+            } else if name.hasSuffix(".claim"), let hash = BlobHash(hex: String(name.prefix(64))),
+                FileSystem.exists(layout.blobPath(hash))
+            {
+                blobs.append(StoreLayout.blobRelativePath(hash))
+            }
+        }
+        return (temp, layerKeys, blobs)
+    }
+}

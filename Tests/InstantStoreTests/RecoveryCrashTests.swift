@@ -1,0 +1,186 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import InstantStore
+
+/// Kills a real process at each step of rebuild, layer replacement, quarantine, orphan
+/// sweep and restore; afterwards no pending change is lost, one more repair leaves the
+/// store clean, and nothing that held data was deleted (issue 10).
+@Suite(.serialized) struct RecoveryCrashTests {
+    /// A layer "d"/"L" with one pending change, plus a second, clean file claiming the
+    /// same layer without a row (so the rebuild has a duplicate to quarantine).
+    private func storeWithDuplicate() throws -> Scratch {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 7)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        let clean = try scratch.store.createLayer(tenant: Scratch.tenant, document: "other", layer: "x")
+        clean.close()
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [clean.key])
+        }
+        try rewriteMeta(scratch.store.layout.layerPath(key: clean.key), document: "d", layer: "L")
+        return scratch
+    }
+
+    private func expectPendingSurvives(_ root: URL, document: String = "d", layer: String = "L") throws {
+        let store = try InstantStore(root: root)
+        _ = try store.verify(VerifyOptions(repair: true))
+        let report = try store.verify(VerifyOptions(repair: true))
+        #expect(report.isClean, "\(report.remaining)")
+        let survivor = try store.openLayer(tenant: Scratch.tenant, document: document, layer: layer)
+        #expect(try survivor.pendingChanges().map(\.annotationID) == ["pending"])
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test(arguments: [
+        "rebuild.beforeCommit", "rebuild.beforeStage", "rebuild.afterStage", "rebuild.afterQuarantineOld",
+        "rebuild.afterInstall", "quarantine.afterLink",
+    ])
+    func rebuildKilled(failpoint: String) throws {
+        let scratch = try storeWithDuplicate()
+        try scratch.store.catalog.close()
+        let catalog = scratch.store.layout.catalogPath
+        let before = try [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let layersBefore = scratch.files(in: "layers").sorted()
+        let result = try runWorker(["rebuild", scratch.root.path], failpoint: failpoint)
+        #expect(result.signalled, "the rebuild should die at \(failpoint): \(result.output)")
+        if ["rebuild.beforeCommit", "rebuild.beforeStage"].contains(failpoint) {
+            // Before its commit point a rebuild changes nothing outside tmp/.
+            let after = try [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
+            #expect(after == before, "the catalog is exactly as it was")
+            #expect(scratch.files(in: "layers").sorted() == layersBefore)
+            #expect(scratch.files(in: "quarantine").isEmpty)
+        }
+        try expectPendingSurvives(scratch.root)
+    }
+
+    /// A layer "d"/"L" whose file is damaged (its last page) while its pending change is
+    /// still readable; repair replaces it.
+    private func storeWithDamagedLayer() throws -> (Scratch, String) {
+        let scratch = try Scratch()
+        let snapshot = (0..<400).map {
+            ServerRecord(id: "r\($0)", content: note(String(repeating: "x", count: 200)), revision: 1)
+        }
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L", snapshot: snapshot)
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: layer.key))
+        return (scratch, layer.key)
+    }
+
+    @Test(arguments: [
+        "replace.afterSalvage", "replace.afterRename", "replace.beforeCommit", "replace.afterCommit",
+        "quarantine.afterLink",
+    ])
+    func replacementKilled(failpoint: String) throws {
+        let (scratch, oldKey) = try storeWithDamagedLayer()
+        let result = try runWorker(["repair", scratch.root.path], failpoint: failpoint)
+        #expect(result.signalled, "the repair should die at \(failpoint): \(result.output)")
+        // Nothing that held the change was deleted: the old file is in layers/ or quarantine/.
+        let old = StoreLayout.layerRelativePath(key: oldKey)
+        #expect(
+            scratch.files(in: "layers").contains((old as NSString).lastPathComponent)
+                || scratch.files(in: "quarantine").contains { $0.hasSuffix("layers_\(oldKey).sqlite") })
+        try expectPendingSurvives(scratch.root)
+    }
+
+    /// An orphan holding a pending change (its row lost) and a clean orphan (a create
+    /// killed after its rename), swept by GC.
+    @Test(arguments: ["gc.beforeAdoptCommit", "gc.afterOrphanUnlink", "quarantine.afterLink"])
+    func orphanSweepKilled(failpoint: String) throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        let copy = RandomKey.make()  // a copy of it too: taken once adopted, so quarantined
+        try FileSystem.copy(
+            scratch.store.layout.layerPath(key: layer.key), to: scratch.store.layout.layerPath(key: copy))
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
+            try db.execute(sql: "UPDATE document SET layerCount = 0")
+        }
+        let killed = try runWorker(
+            ["create-layer", scratch.root.path, Scratch.tenant.string, "e", "clean"], failpoint: "layer.afterRename")
+        #expect(killed.signalled)
+        let result = try runWorker(["gc", scratch.root.path], failpoint: failpoint)
+        #expect(result.signalled, "gc should die at \(failpoint): \(result.output)")
+        try expectPendingSurvives(scratch.root)
+    }
+
+    @Test(arguments: ["quarantine.beforeRestoreCommit", "quarantine.afterRestore"])
+    func restoreKilled(failpoint: String) throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
+            try db.execute(sql: "UPDATE document SET layerCount = 0")
+        }
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        let result = try runWorker(["restore", scratch.root.path, name], failpoint: failpoint)
+        #expect(result.signalled, "restore should die at \(failpoint): \(result.output)")
+        let store = try InstantStore(root: scratch.root)
+        if try !store.hasLayer(tenant: Scratch.tenant, document: "d", layer: "L") {
+            #expect(scratch.files(in: "quarantine").contains(name), "still restorable")
+            try store.restoreQuarantinedLayer(named: name)
+        }
+        try expectPendingSurvives(scratch.root)
+    }
+
+    /// A killed create and a killed ingest leave orphans that prune finds from tmp/ alone.
+    @Test func pruneSweepsWhatDeadWritersLeft() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        #expect(
+            try runWorker(
+                ["create-layer", scratch.root.path, Scratch.tenant.string, "e", "clean"], failpoint: "layer.afterRename"
+            ).signalled)
+        #expect(
+            try runWorker(
+                ["ingest", scratch.root.path, Scratch.tenant.string, "f", scratch.file(samplePDF(seed: 5)).path],
+                failpoint: "blob.afterRename"
+            ).signalled)
+        let dryRun = try scratch.store.prune(PruneOptions(dryRun: true))
+        #expect(dryRun.removed.swept.filter { !$0.hasPrefix("tmp/") }.count == 2, "\(dryRun.removed.swept)")
+        #expect(scratch.files(in: "blobs").count == 1, "a dry run changes nothing")
+        let pruned = try scratch.store.prune(PruneOptions())
+        #expect(pruned.removed.swept.sorted() == dryRun.removed.swept.sorted())
+        #expect(scratch.files(in: "blobs").isEmpty && scratch.files(in: "tmp").isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+        try expectPendingSurvives(scratch.root)
+    }
+
+    /// A removal refused for another layer's pending changes never makes a writer of a
+    /// clean layer of the same document see `layer_removed`.
+    @Test func aRefusedRemovalNeverStopsAWriter() async throws {
+        let scratch = try Scratch()
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "a").close()
+        let dirty = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "b")
+        try dirty.create(id: "pending", content: note("keeps the document"))
+        dirty.close()
+        let writer = Task.detached {
+            try runWorker(["annotate-loop", scratch.root.path, Scratch.tenant.string, "d", "a", "300"])
+        }
+        var refusals = 0
+        for _ in 0..<80 {
+            // "b" used last, so the removal reaches (and marks) "a" before it refuses on "b".
+            try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "b").close()
+            do {
+                try scratch.store.removeDocument(tenant: Scratch.tenant, document: "d", pendingChanges: .refuse)
+            } catch .pendingChanges {
+                refusals += 1
+            }
+        }
+        let result = try await writer.value
+        #expect(result.status == 0, "the writer saw: \(result.output.suffix(300))")
+        #expect(refusals == 80)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "a")
+        #expect(try layer.pendingChanges().count == 300)
+    }
+}

@@ -1,0 +1,295 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import InstantStore
+
+/// Repair, rebuild, GC and quarantine never lose a pending change (issue 10).
+@Suite struct RecoveryTests {
+    @Test func rebuildKeepsTheCarefulChoiceOfTwoFilesForOneLayer() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("keep me"))
+        layer.close()
+        // A second, older, clean file claiming the same layer (as a killed create leaves).
+        let clean = try scratch.store.createLayer(tenant: Scratch.tenant, document: "other", layer: "x")
+        clean.close()
+        let cleanKey = clean.key
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [cleanKey])
+        }
+        try rewriteMeta(scratch.store.layout.layerPath(key: cleanKey), document: "d", layer: "L")
+        let stray = scratch.root.appendingPathComponent("blobs/sha256/README")
+        try Data("not a blob".utf8).write(to: stray)
+        try Data("nor a layer".utf8).write(to: scratch.root.appendingPathComponent("layers/notes.txt"))
+
+        let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(report.layers == 1 && report.duplicates.count == 1 && report.quarantined.count == 1)
+        #expect(report.strayFiles.sorted() == ["blobs/sha256/README", "layers/notes.txt"])
+        let kept = try rebuilt.openLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        #expect(try kept.pendingChanges().map(\.annotationID) == ["pending"])
+        #expect(FileManager.default.fileExists(atPath: stray.path), "stray files are never touched")
+        let quarantined = try rebuilt.quarantinedFiles().filter { $0.kind == .layer }
+        #expect(quarantined.map(\.layer?.layer) == ["L"] && quarantined.first?.pendingChanges == 0)
+        #expect(report.oldCatalog != nil)
+        #expect(try rebuilt.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try rebuilt.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func aMissingCatalogIsRebuiltNotStartedEmpty() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        layer.close()
+        try scratch.store.catalog.close()
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(scratch.store.layout.catalogPath + suffix) }
+        let reopened = try InstantStore(root: scratch.root)
+        #expect(try reopened.localDescriptors().map(\.pendingChangeCount) == [1])
+        #expect(try reopened.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try reopened.openLayer(tenant: Scratch.tenant, document: "d", layer: "").pendingChanges().count == 1)
+    }
+
+    @Test func anOrphanLayerHoldingChangesIsAdoptedOrQuarantinedNeverDeleted() throws {
+        let scratch = try Scratch()
+        let dirty = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "mine")
+        try dirty.create(id: "a", content: note("a"))
+        dirty.close()
+        // Its row lost (as a half-built catalog would), and a copy under another key.
+        let copy = RandomKey.make()
+        try FileSystem.copy(
+            scratch.store.layout.layerPath(key: dirty.key), to: scratch.store.layout.layerPath(key: copy))
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [dirty.key])
+            try db.execute(sql: "UPDATE document SET layerCount = 0")
+        }
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        let orphans = report.problems.filter { $0.kind == .orphanFile }
+        #expect(orphans.count == 2 && orphans.allSatisfy(\.fixed), "\(report.problems)")
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "mine")
+        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
+        #expect(report.quarantine.count == 1 && report.quarantine[0].pendingChanges == 1)
+        #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
+    }
+
+    @Test func quarantineKeepsTheWALAndRestoreBringsTheLayerBack() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("in the WAL"))
+        // Still open: the change is committed in the -wal only.
+        #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: layer.key) + "-wal"))
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        layer.close()
+        #expect(scratch.files(in: "quarantine").contains(name + "-wal"))
+        let listed = try scratch.store.quarantinedFiles()
+        #expect(listed.map(\.pendingChanges) == [1] && listed[0].restorable)
+        #expect(throws: StoreError.self) { try scratch.store.restoreQuarantinedLayer(named: name) }  // the row is still there
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
+            try db.execute(sql: "UPDATE document SET layerCount = 0")
+        }
+        let restored = try scratch.store.restoreQuarantinedLayer(named: name)
+        #expect(restored.document == "d")
+        let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try back.pendingChanges().map(\.annotationID) == ["a"])
+        try back.update(id: "a", content: note("written after the restore"))
+        #expect(try scratch.store.quarantinedFiles().isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func replacingACorruptLayerKeepsItsChangesAndRetiresOpenHandles() throws {
+        let scratch = try Scratch()
+        let snapshot = (0..<400).map {
+            ServerRecord(id: "r\($0)", content: note(String(repeating: "x", count: 200)), revision: 1)
+        }
+        let created = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
+        try created.create(id: "pending", content: note("p"))
+        created.close()
+        let oldKey = created.key
+        try damageLastPage(scratch.store.layout.layerPath(key: oldKey))
+        let open = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.problems.contains { $0.kind == .corruptLayer && $0.fixed }, "\(report.problems)")
+        #expect(report.pendingChangesSalvaged == 1)
+        #expect {
+            try open.create(id: "late", content: note("too late"))
+        } throws: { ($0 as? StoreError)?.code == "layer_removed" }
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(fresh.key != oldKey)
+        #expect(try fresh.pendingChanges().map(\.annotationID) == ["pending"])
+        #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("layers_\(oldKey).sqlite") })
+        #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
+    }
+
+    @Test func aNewerFormatLayerIsNeverRepairedPrunedOrRemoved() throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 90)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        layer.close()
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations VALUES ('layer-v99-future')") }
+        try queue.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.remaining.map(\.kind) == [.unsupportedFormat], "\(report.problems)")
+        let pruned = try scratch.store.prune(PruneOptions(maxSize: 0))
+        #expect(pruned.removed.layers.isEmpty && pruned.removed.skippedUnreadableLayers.count == 1)
+        let removals: [() throws -> Void] = [
+            { _ = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "") },
+            { _ = try scratch.store.removeDocument(tenant: Scratch.tenant, document: "d") },
+            { _ = try scratch.store.removeTenant(Scratch.tenant) },
+        ]
+        for removal in removals {
+            #expect { try removal() } throws: { ($0 as? StoreError)?.code == "layer_unreadable" }
+        }
+        _ = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the newer file is untouched")
+        #expect(try InstantStore(root: scratch.root).verify(VerifyOptions(repair: true)).remaining.count == 1)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aNewerCatalogIsNotRebuilt() throws {
+        let scratch = try Scratch()
+        try scratch.store.catalog.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
+        #expect {
+            _ = try InstantStore.rebuildCatalog(root: scratch.root)
+        } throws: { ($0 as? StoreError)?.code == "unsupported_format_version" }
+        #expect(!scratch.files(in: "quarantine").contains { $0.contains("catalog") })
+    }
+
+    @Test func aStaleRemovedMarkIsClearedWithoutDiscardingAnything() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        _ = try layer.markRemoved(allowingPendingThrough: .max)  // as a removal killed before its commit leaves it
+        try layer.create(id: "b", content: note("written after the stale mark"))
+        layer.close()
+        _ = try scratch.store.openLayer(key: layer.key).markRemoved(allowingPendingThrough: .max)
+        let reopened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try !reopened.isMarkedRemoved())
+        #expect(try reopened.pendingChanges().map(\.annotationID) == ["a", "b"])
+    }
+
+    @Test func aFlippedByteIsFlaggedByItsReaderAndHealedByTheNextIngest() throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 70)
+        let pdf = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
+        try flipByte(scratch.store.layout.blobPath(pdf.sha256))
+        #expect(throws: StoreError.self) { try scratch.store.readPDF(pdf.sha256) { _ in } }
+        #expect(try scratch.store.localDescriptors().map(\.state) == [.invalid])
+        #expect(try scratch.store.cacheEntries().map(\.isCorrupted) == [true])
+
+        let again = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        #expect(!again.deduplicated)
+        var read = Data()
+        try scratch.store.readPDF(pdf.sha256) { read.append(contentsOf: $0) }
+        #expect(read == bytes)
+        #expect(try scratch.store.localDescriptors().map(\.state) == [.clean])
+        #expect(scratch.files(in: "quarantine").count == 1, "the bad copy is kept as evidence")
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+
+        // Damage nobody has read yet is healed too: the copy is compared byte for byte.
+        try flipByte(scratch.store.layout.blobPath(pdf.sha256))
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "e", from: scratch.file(bytes))
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+        let intact = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "f", from: scratch.file(bytes))
+        #expect(intact.deduplicated)
+    }
+
+    @Test func anEmptyPDFIsRefusedAndLeavesNothing() throws {
+        let scratch = try Scratch()
+        #expect {
+            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(Data()))
+        } throws: { ($0 as? StoreError)?.code == "empty_pdf" }
+        #expect(scratch.files(in: "tmp").isEmpty && scratch.files(in: "blobs").isEmpty)
+        #expect(try scratch.store.cacheEntries().isEmpty)
+    }
+
+    @Test func aServersStoreRefusesEveryRemovalButItsOwn() throws {
+        let scratch = try Scratch()
+        let server = try InstantStore(root: scratch.root.appendingPathComponent("pdfs"), role: .origin)
+        let pdf = try server.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 80)))
+        let operator_ = try InstantStore(root: server.root)
+        #expect(operator_.role == .origin)
+        let refusals: [() throws -> Void] = [
+            { _ = try operator_.prune(PruneOptions(maxSize: 0)) }, { _ = try operator_.removeUnreferenced() },
+            { _ = try operator_.removeTenant(Scratch.tenant) },
+            { _ = try operator_.removeDocument(tenant: Scratch.tenant, document: "d") },
+            { _ = try operator_.collectGarbage() },
+        ]
+        for refusal in refusals {
+            #expect { try refusal() } throws: { ($0 as? StoreError)?.code == "origin_store" }
+        }
+        #expect(try operator_.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try operator_.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == pdf.sha256)
+        #expect(try server.removeUnreferenced().documents.count == 1, "the server's own handle may remove")
+    }
+
+    @Test func directoriesAndFilesArePrivate() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-modes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try InstantStore(root: root)
+        let pdf = try store.ingestPDF(
+            tenant: Scratch.tenant, document: "d",
+            from: {
+                let url = root.appendingPathComponent("in.pdf"); try samplePDF(seed: 3).write(to: url); return url
+            }())
+        let layer = try store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        _ = try store.layout.quarantine(StoreLayout.blobRelativePath(pdf.sha256))
+        let directories = [
+            "", "blobs", "blobs/sha256", "blobs/sha256/" + pdf.sha256.hex.prefix(2), "layers", "tmp", "quarantine",
+        ]
+        for directory in directories {
+            #expect(FileSystem.mode(root.path + "/" + directory) == 0o700, "\(directory)")
+        }
+        let files =
+            ["catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"]
+            + ["", "-wal", "-shm"].map { StoreLayout.layerRelativePath(key: layer.key) + $0 }
+            + (try FileSystem.contents(of: store.layout.quarantineDirectory)).map { "quarantine/" + $0 }
+        for file in files { #expect(FileSystem.mode(root.path + "/" + file) == 0o600, "\(file)") }
+        // A store made by an older build: loose modes are narrowed when it is opened.
+        chmod(store.layout.catalogPath, 0o644)
+        chmod(root.path, 0o755)
+        _ = try InstantStore(root: root)
+        #expect(FileSystem.mode(store.layout.catalogPath) == 0o600 && FileSystem.mode(root.path) == 0o700)
+    }
+}
+
+/// Changes a layer file's meta row to name another document and layer.
+func rewriteMeta(_ path: String, document: String, layer: String) throws {
+    let queue = try DatabaseQueue(path: path)
+    try queue.write { db in
+        try db.execute(
+            sql: "UPDATE meta SET documentIdentifier = ?, layerName = ?",
+            arguments: [document.storedBytes, layer.storedBytes])
+    }
+    try queue.close()
+}
+
+/// Overwrites the last page of a (checkpointed) SQLite file with garbage.
+func damageLastPage(_ path: String) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: size - 4096)
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+    try handle.close()
+}
+
+/// Flips one byte in the middle of a file, keeping its size.
+func flipByte(_ path: String) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: size / 2)
+    let byte = try handle.read(upToCount: 1) ?? Data([0])
+    try handle.seek(toOffset: size / 2)
+    try handle.write(contentsOf: Data([byte[0] ^ 0x40]))
+    try handle.close()
+}
