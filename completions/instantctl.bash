@@ -173,13 +173,13 @@ _instantctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    ls|du|prune|rm|verify|demo|help)
+    ls|du|prune|rm|verify|quarantine|demo|help)
         # Offer subcommand argument completions
         "_instantctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'ls du prune rm verify demo help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine demo help' -- "${cur}"))
         ;;
     esac
 }
@@ -302,6 +302,81 @@ _instantctl_verify() {
         return
         ;;
     '--sample')
+        return
+        ;;
+    esac
+}
+
+_instantctl_quarantine() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __instantctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    list|restore|export)
+        # Offer subcommand argument completions
+        "_instantctl_quarantine_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'list restore export' -- "${cur}"))
+        ;;
+    esac
+}
+
+_instantctl_quarantine_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    esac
+}
+
+_instantctl_quarantine_restore() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root)
+    __instantctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    esac
+}
+
+_instantctl_quarantine_export() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --to)
+    __instantctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--to')
+        __instantctl_add_completions -o plusdirs -fX '!*.@(json)'
         return
         ;;
     esac

@@ -29,9 +29,9 @@ enum ExitStatus {
 
     static func status(for error: StoreError) -> ExitCode {
         switch error {
-        case .pendingChanges: refused
+        case .pendingChanges, .originStore: refused
         case .ambiguousDocument: usage
-        case .busy, .catalogCorrupt, .unsupportedFormatVersion, .database, .io: unavailable
+        case .busy, .catalogCorrupt, .unsupportedFormatVersion, .database, .io, .layerUnreadable: unavailable
         default: problems
         }
     }

@@ -19,11 +19,14 @@ struct Instantctl: AsyncParsableCommand {
               0  success
               1  problems found (verify), or the command failed (for example, nothing matched)
               2  usage: bad arguments or options
-              3  refused: local changes not yet synced would be lost (see rm --force, --export)
+              3  refused: local changes not yet synced would be lost (see rm --force, --export), \
+            or the store is a server's data directory (its PDFs are originals: nothing is removed)
               4  the store is busy (locked by another process) or cannot be read
             """,
         version: "0.4.0",
-        subcommands: [List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, Demo.self]
+        subcommands: [
+            List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self, Demo.self,
+        ]
     )
 
     /// Runs the command, mapping every failure to one documented exit status.

@@ -53,35 +53,63 @@ extension InstantStore {
         for reference in layers {
             let database = try openLayer(tenant: reference.tenant, document: reference.document, layer: reference.layer)
             defer { database.close() }
-            let changes = try database.pendingChanges()
-            guard let last = changes.last else { continue }
-            var annotations: [JSONValue] = []
-            var deleted: [JSONValue] = []
-            for id in Self.finalIDs(of: changes) {
-                if let annotation = try database.annotation(id: id), !annotation.isDeleted {
-                    annotations.append(Self.instantJSON(annotation.content, id: id))
-                } else {
-                    deleted.append(.string(id))
-                }
-            }
-            documents.append(
-                .object([
-                    "tenant": .string(reference.tenant.string), "document": .string(reference.document),
-                    "layer": .string(reference.layer),
-                    "changes": .array(changes.map(Self.json)),
-                    "instantJSON": .object([
-                        "format": .string(InstantJSON.format), "annotations": .array(annotations),
-                    ]),
-                    "deletedAnnotationIds": .array(deleted),
-                ]))
-            exported.append(.init(reference: reference, changeCount: changes.count, throughSequence: last.sequence))
+            guard let (document, layer) = try Self.exportDocument(database, reference) else { continue }
+            documents.append(document)
+            exported.append(layer)
         }
+        try Self.writeExport(documents, to: destination)
+        return PendingChangesExport(layers: exported, file: destination)
+    }
+
+    /// Writes the pending changes of the quarantined layer `name` (see
+    /// ``InstantStore/quarantinedFiles()``) to a new file at `destination`, in the same
+    /// format, read from a copy: the quarantined file is not changed.
+    public func exportPendingChanges(ofQuarantined name: String, to destination: URL) throws(StoreError)
+        -> PendingChangesExport
+    {
+        let quarantined = try openQuarantinedLayer(named: name)
+        defer { quarantined.close() }
+        let metadata = quarantined.metadata
+        let reference = LayerReference(
+            tenant: metadata.tenant, document: metadata.documentIdentifier, layer: metadata.layerName)
+        let exported = try Self.exportDocument(quarantined.database, reference)
+        try Self.writeExport(exported.map { [$0.0] } ?? [], to: destination)
+        return PendingChangesExport(layers: exported.map { [$0.1] } ?? [], file: destination)
+    }
+
+    /// One layer's entry of the export file, nil when it holds no pending change.
+    private static func exportDocument(_ database: LayerDatabase, _ reference: LayerReference) throws(StoreError)
+        -> (JSONValue, PendingChangesExport.Layer)?
+    {
+        let changes = try database.pendingChanges()
+        guard let last = changes.last else { return nil }
+        var annotations: [JSONValue] = []
+        var deleted: [JSONValue] = []
+        for id in finalIDs(of: changes) {
+            if let annotation = try database.annotation(id: id), !annotation.isDeleted {
+                annotations.append(instantJSON(annotation.content, id: id))
+            } else {
+                deleted.append(.string(id))
+            }
+        }
+        let document: JSONValue = .object([
+            "tenant": .string(reference.tenant.string), "document": .string(reference.document),
+            "layer": .string(reference.layer),
+            "changes": .array(changes.map(json)),
+            "instantJSON": .object([
+                "format": .string(InstantJSON.format), "annotations": .array(annotations),
+            ]),
+            "deletedAnnotationIds": .array(deleted),
+        ])
+        return (document, .init(reference: reference, changeCount: changes.count, throughSequence: last.sequence))
+    }
+
+    private static func writeExport(_ documents: [JSONValue], to destination: URL) throws(StoreError) {
         let file: JSONValue = .object([
             "format": .string(PendingChangesExport.format),
             "exportedAt": .string(Date().formatted(.iso8601)), "layers": .array(documents),
         ])
         try DurableFile.create(destination, contents: file.jsonBytes())
-        return PendingChangesExport(layers: exported, file: destination)
     }
 
     /// Each annotation the changes touch, once, in the order first touched.

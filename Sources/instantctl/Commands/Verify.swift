@@ -15,8 +15,15 @@ struct Verify: ParsableCommand {
             --repair fixes what it can: it recomputes counts, moves corrupt files to \
             quarantine/ and marks their documents invalid (download them again), removes \
             orphans, and carries the changes not yet synced of a corrupt layer into a fresh \
-            file. It never drops such a change silently. --rebuild-catalog (with --repair) \
-            rebuilds a lost or corrupt catalog from the files; stop apps using the store first.
+            file. It never deletes a file that may hold such a change: an orphan layer holding \
+            one is taken back into the store, or quarantined; files of a newer version are left \
+            untouched; and while the catalog fails its integrity check nothing is repaired. \
+            --rebuild-catalog (with --repair) rebuilds a lost or corrupt catalog from the files, \
+            beside the old one, and swaps it in only when complete; stop apps using the store \
+            first.
+
+            The report ends with what quarantine/ holds, with each layer's unsynced changes \
+            (see `instantctl quarantine`). Files the store never makes are listed, never touched.
 
             Exits 1 while problems remain, 0 when the store is clean (or was repaired).
             """)
@@ -66,12 +73,17 @@ struct Verify: ParsableCommand {
                 "layersChecked": .integer(Int64(report.layersChecked)),
                 "pendingChangesSalvaged": .integer(Int64(report.pendingChangesSalvaged)),
                 "pendingChangesUnreadable": .integer(Int64(report.pendingChangesUnreadable)),
+                "quarantine": .array(report.quarantine.map(\.json)),
+                "strayFiles": .array(report.strayFiles.map { .string($0) }),
             ]
             if let rebuilt {
                 json["rebuilt"] = .object([
                     "pdfs": .integer(Int64(rebuilt.blobs)), "layers": .integer(Int64(rebuilt.layers)),
                     "documents": .integer(Int64(rebuilt.documents)),
                     "quarantined": .array(rebuilt.quarantined.map { .string($0) }),
+                    "duplicates": .array(rebuilt.duplicates.map { .string($0) }),
+                    "untouched": .array(rebuilt.untouched.map { .string($0) }),
+                    "oldCatalog": rebuilt.oldCatalog.map { .string($0) } ?? .null,
                 ])
             }
             output.print(json: .object(json))
@@ -80,7 +92,10 @@ struct Verify: ParsableCommand {
                 output.summary(
                     "rebuilt the catalog: \(Formats.count(rebuilt.blobs, "PDF")), \(Formats.count(rebuilt.layers, "layer")), "
                         + "\(Formats.count(rebuilt.documents, "document")); \(rebuilt.quarantined.count) files quarantined"
+                        + (rebuilt.oldCatalog.map { "; the old catalog is quarantine/\($0)" } ?? "")
                 )
+                for line in rebuilt.duplicates { output.print("duplicate  \(line)") }
+                for line in rebuilt.untouched { output.print("untouched  \(line)") }
             }
             for problem in report.problems {
                 let mark = problem.fixed ? "fixed  " : "PROBLEM"
@@ -103,6 +118,13 @@ struct Verify: ParsableCommand {
             }
             if report.pendingChangesUnreadable > 0 {
                 summary += "; \(report.pendingChangesUnreadable) unsynced changes unreadable (kept in quarantine/)"
+            }
+            for stray in report.strayFiles {
+                output.print("note     stray file \(stray): not made by the store; left alone")
+            }
+            if !report.quarantine.isEmpty && !options.quiet {
+                output.print("quarantine/ holds \(Formats.count(report.quarantine.count, "file")):")
+                for line in QuarantinedFile.lines(report.quarantine) { output.print("  \(line)") }
             }
             output.summary(summary)
             if !report.isClean && !repair {

@@ -10,6 +10,9 @@ extension RemovalReport {
             lines.append("\(verb) document  \(document.tenant)  \(Formats.identifier(document.document))")
         }
         for blob in blobs { lines.append("\(verb) PDF       \(blob.hex)") }
+        for path in swept { lines.append("\(verb == "removed" ? "swept" : "would sweep") \(path)") }
+        for name in quarantined { lines.append("quarantined  \(name) (could not be read; kept in quarantine/)") }
+        for layer in skippedUnreadableLayers { lines.append("kept (cannot be opened)  \(layer.display)") }
         return lines
     }
 
@@ -24,6 +27,8 @@ extension RemovalReport {
             "discardedPendingChanges": .integer(discardedPendingChanges),
             "skippedDirtyLayers": .array(skippedDirtyLayers.map(\.json)),
             "skippedPendingChanges": .integer(skippedPendingChanges),
+            "skippedUnreadableLayers": .array(skippedUnreadableLayers.map(\.json)),
+            "quarantined": .array(quarantined.map { .string($0) }), "swept": .array(swept.map { .string($0) }),
         ])
     }
 }
