@@ -4,6 +4,25 @@ import InstantStore
 import Testing
 
 @Suite struct DownloadTests {
+    /// The server's PDFs are originals: an operator's prune, GC or removal on its data
+    /// directory is refused, and the upload is there.
+    @Test func theServersPDFsSurviveAnOperatorsPrune() async throws {
+        try await TestServer.with { server in
+            let pdf = samplePDF()
+            #expect(try await server.upload("kept", pdf).status == 201)
+            let store = try InstantStore(root: server.dataDirectory.appendingPathComponent("pdfs"))
+            #expect(store.role == .origin)
+            #expect { _ = try store.prune(PruneOptions(maxSize: 0)) } throws: {
+                ($0 as? StoreError)?.code == "origin_store"
+            }
+            #expect { _ = try store.removeUnreferenced() } throws: { ($0 as? StoreError)?.code == "origin_store" }
+            #expect(try store.verify(VerifyOptions(repair: true)).isClean)
+            let token = try await server.token(document: "kept")
+            let download = try await server.client(.GET, "kept", "pdf", token: token)
+            #expect(download.status == 200 && download.body == pdf)
+        }
+    }
+
     @Test func uploadThenDownloadWithETagRangeAndZstd() async throws {
         try await TestServer.with { server in
             let pdf = samplePDF()

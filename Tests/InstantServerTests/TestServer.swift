@@ -16,6 +16,8 @@ struct TestServer {
     let base: String
     let privateKeyPEM: String
     let http: HTTPClient
+    /// The server's data directory (its PDFs are in `pdfs/`).
+    let dataDirectory: URL
 
     /// Starts a server, runs `body` against it, and stops it.
     static func with<T: Sendable>(
@@ -35,7 +37,9 @@ struct TestServer {
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             do {
                 let result = try await body(
-                    TestServer(base: "http://127.0.0.1:\(port)", privateKeyPEM: pair.privateKey, http: client))
+                    TestServer(
+                        base: "http://127.0.0.1:\(port)", privateKeyPEM: pair.privateKey, http: client,
+                        dataDirectory: data))
                 try await client.shutdown()
                 return result
             } catch {

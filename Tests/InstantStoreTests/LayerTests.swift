@@ -58,8 +58,11 @@ import Testing
         let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.path).sorted()
         #expect(
             outside.allSatisfy {
-                ["blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine", "tmp"]
-                    .contains($0) || $0.hasPrefix("input-")
+                [
+                    "blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine",
+                    "store.lock", "tmp",
+                ]
+                .contains($0) || $0.hasPrefix("input-")
             })
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }

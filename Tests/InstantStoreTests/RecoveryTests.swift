@@ -49,6 +49,19 @@ import Testing
         #expect(try reopened.openLayer(tenant: Scratch.tenant, document: "d", layer: "").pendingChanges().count == 1)
     }
 
+    @Test func aRebuildTakesBackALayerAStaleMarkDisabled() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        layer.close()
+        _ = try scratch.store.openLayer(key: layer.key).markRemoved(allowingPendingThrough: .max)  // a refused removal's
+        let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(report.layers == 1 && report.quarantined.isEmpty)
+        let back = try rebuilt.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try back.create(id: "b", content: note("b"))
+        #expect(try back.pendingChanges().map(\.annotationID) == ["a", "b"])
+    }
+
     @Test func anOrphanLayerHoldingChangesIsAdoptedOrQuarantinedNeverDeleted() throws {
         let scratch = try Scratch()
         let dirty = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "mine")
@@ -104,6 +117,7 @@ import Testing
         let created = try scratch.store.createLayer(
             tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
         try created.create(id: "pending", content: note("p"))
+        let sequence = try #require(try created.pendingChanges().first?.sequence)
         created.close()
         let oldKey = created.key
         try damageLastPage(scratch.store.layout.layerPath(key: oldKey))
@@ -117,6 +131,10 @@ import Testing
         let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(fresh.key != oldKey)
         #expect(try fresh.pendingChanges().map(\.annotationID) == ["pending"])
+        // Sequences carry over: an export "through" a sequence still names the same changes.
+        #expect(try fresh.pendingChanges().map(\.sequence) == [sequence])
+        try fresh.create(id: "next", content: note("after the repair"))
+        #expect(try fresh.pendingChanges().map(\.sequence) == [sequence, sequence + 1])
         #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("layers_\(oldKey).sqlite") })
         #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
     }
@@ -227,7 +245,21 @@ import Testing
         }
         #expect(try operator_.verify(VerifyOptions(repair: true)).isClean)
         #expect(try operator_.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == pdf.sha256)
-        #expect(try server.removeUnreferenced().documents.count == 1, "the server's own handle may remove")
+        // A rebuilt catalog is still a server's: the mark is also kept outside the catalog.
+        try operator_.catalog.close()
+        try server.catalog.close()
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(server.layout.catalogPath + suffix) }
+        let rebuilt = try InstantStore(root: server.root)
+        #expect(rebuilt.role == .origin)
+        #expect { _ = try rebuilt.prune(PruneOptions(maxSize: 0)) } throws: {
+            ($0 as? StoreError)?.code == "origin_store"
+        }
+        #expect(FileManager.default.fileExists(atPath: rebuilt.layout.blobPath(pdf.sha256)))
+        let own = try InstantStore(root: server.root, role: .origin)
+        #expect(
+            try own.ingestPDF(tenant: Scratch.tenant, document: "e", from: scratch.file(samplePDF(seed: 81))).size > 0)
+        #expect(
+            try own.removeDocument(tenant: Scratch.tenant, document: "e").documents.count == 1, "its own handle may")
     }
 
     @Test func directoriesAndFilesArePrivate() throws {

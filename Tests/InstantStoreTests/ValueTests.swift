@@ -45,3 +45,42 @@ import Testing
         #expect(map[ids[3]] == nil && map[ids[4]] == "row \(ids[4])")
     }
 }
+
+/// docs/STORE.md lists every error code and every kind of problem verify reports.
+@Suite struct DocumentedCodesTests {
+    static let storeMarkdown: String = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return (try? String(contentsOf: root.appendingPathComponent("docs/STORE.md"), encoding: .utf8)) ?? ""
+    }()
+
+    /// One of each case of ``StoreError``: add a new case here when adding it there.
+    static let everyError: [StoreError] = [
+        .io(operation: "", path: "", errno: 0), .diskFull(path: ""), .hashMismatch(expected: "", actual: ""),
+        .sizeMismatch(expected: 0, actual: 0), .corruptBlob(sha256: "", reason: ""), .noSuchBlob(sha256: ""),
+        .corruptLayer(key: "", reason: ""), .layerRemoved(document: "", layer: ""),
+        .noSuchDocument(tenant: "", document: ""), .noSuchLayer(tenant: "", document: "", layer: ""),
+        .documentHasNoPDF(tenant: "", document: ""), .layerAlreadyExists(document: "", layer: ""),
+        .noSuchAnnotation(id: ""), .annotationAlreadyExists(id: ""), .invalidAnnotationContent(reason: ""),
+        .invalidIdentifier(reason: ""), .invalidServerURL(""), .catalogCorrupt(reason: ""),
+        .unsupportedFormatVersion(file: "", found: "", supported: ""), .database(extendedCode: 0, message: ""),
+        .busy(path: ""), .compression(reason: ""), .pendingChanges(layers: 0, changes: 0), .nothingStored(tenant: ""),
+        .ambiguousDocument(document: "", tenants: []), .emptyPDF, .originStore(path: ""),
+        .layerUnreadable(layer: "", reason: ""), .noSuchQuarantinedFile(name: ""), .cannotRestore(name: "", reason: ""),
+    ]
+
+    @Test func everyErrorCodeIsDocumented() {
+        #expect(!Self.storeMarkdown.isEmpty)
+        #expect(Set(Self.everyError.map(\.code)).count == Self.everyError.count, "one code per case")
+        for error in Self.everyError {
+            #expect(Self.storeMarkdown.contains("`\(error.code)`"), "\(error.code) is not in docs/STORE.md")
+            #expect(!error.description.isEmpty)
+        }
+    }
+
+    @Test func everyProblemKindIsDocumented() {
+        for kind in Problem.Kind.allCases {
+            #expect(Self.storeMarkdown.contains("`\(kind.rawValue)`"), "\(kind.rawValue) is not in docs/STORE.md")
+        }
+    }
+}

@@ -78,17 +78,21 @@ public final class LayerDatabase: Sendable {
                             "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
                         arguments: [record.id.storedBytes, record.content, record.revision])
                 }
+                // Carried over with their sequence numbers: an export or a sync acknowledges
+                // "through" a sequence, which must keep naming the same changes.
                 for change in pending {
                     try db.execute(
-                        sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
+                        sql:
+                            "INSERT INTO pendingChange (seq, annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?, ?)",
                         arguments: [
-                            change.annotationID.storedBytes, change.kind.rawValue, change.content, change.createdAt,
+                            change.sequence, change.annotationID.storedBytes, change.kind.rawValue, change.content,
+                            change.createdAt,
                         ])
                 }
                 try reapplyPending(db)
             }
             // Fold the WAL into the main file so the one file is the whole layer.
-            try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
             try queue.close()
         } catch {
             throw map(error, key: key)
@@ -316,7 +320,7 @@ public final class LayerDatabase: Sendable {
     func prepareForAdoption() throws(StoreError) {
         do {
             try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") }
-            try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {
             throw LayerDatabase.map(error, key: key)
         }

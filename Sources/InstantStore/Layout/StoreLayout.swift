@@ -82,6 +82,29 @@ public struct StoreLayout: Sendable, Equatable {
         }
     }
 
+    /// `origin`: present in a server's store (see ``StoreRole/origin``).
+    var originMarkerPath: String { rootPath + "/origin" }
+
+    /// Writes the origin marker (synced) if it is not there yet.
+    func writeOriginMarker() throws(StoreError) {
+        guard !FileSystem.exists(originMarkerPath) else { return }
+        let file = try POSIXFile.open(originMarkerPath, flags: O_WRONLY | O_CREAT)
+        try file.write(
+            contentsOf: Array(
+                "This store holds a server's original PDFs: nothing may remove them but the server.\n".utf8))
+        try file.sync()
+        try FileSystem.syncDirectory(rootPath)
+    }
+
+    /// Takes the store's lock (`store.lock`, exclusive, waiting for it): held only while
+    /// a process opens the catalog, finishes a swap or rebuilds it. Close the file to
+    /// release it.
+    func lockStore() throws(StoreError) -> POSIXFile {
+        let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDWR | O_CREAT)
+        try lock.lockExclusively(wait: true)
+        return lock
+    }
+
     /// Whether `blobs/` or `layers/` holds anything: files a catalog must account for.
     func holdsData() throws(StoreError) -> Bool {
         if try !FileSystem.contents(of: layersDirectory).isEmpty { return true }

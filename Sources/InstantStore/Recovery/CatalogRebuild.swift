@@ -29,8 +29,13 @@ extension InstantStore {
     public static func rebuildCatalog(root: URL) throws(StoreError) -> (InstantStore, RebuildReport) {
         let layout = StoreLayout(root: root)
         try layout.createDirectories()
-        try CatalogRebuild.finishInstall(layout)
-        let report = try CatalogRebuild.rebuild(layout)
+        let report: RebuildReport
+        do {
+            let lock = try layout.lockStore()
+            defer { lock.close() }
+            try CatalogRebuild.finishInstall(layout)
+            report = try CatalogRebuild.rebuild(layout)
+        }
         return (try InstantStore(root: root), report)
     }
 }
@@ -49,7 +54,9 @@ extension InstantStore {
 ///    that may hold a change).
 ///
 /// A layer found in two files keeps the one a careful person would keep: the one with
-/// pending changes, else the newer; the other is quarantined. A catalog of a newer format
+/// pending changes, else the newer (a file carrying a removed mark only when no other
+/// claims its layer: the mark is stale once its row is back, and is cleared at the next
+/// open); the other is quarantined. Runs under the store's lock (``StoreLayout/lockStore()``). A catalog of a newer format
 /// is refused; a layer of a newer format is left where it is, unclaimed and untouched.
 enum CatalogRebuild {
     static func rebuild(_ layout: StoreLayout) throws(StoreError) -> RebuildReport {
@@ -69,6 +76,8 @@ enum CatalogRebuild {
                 try fill(db, catalog: catalog, layout: layout, report: &report, toQuarantine: &toQuarantine)
                 try Failpoint.check("rebuild.beforeCommit")
             }
+            // A server's store stays one, whatever became of its old catalog.
+            if FileSystem.exists(layout.originMarkerPath) { try catalog.markOrigin() }
             _ = try catalog.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {
             try? catalog.close()
@@ -132,6 +141,12 @@ enum CatalogRebuild {
         var metadata: LayerMetadata
         var summary: LayerSummary
         var modified: Date
+        var markedRemoved: Bool
+
+        /// Unmarked first, then holding pending changes, then the newer.
+        var rank: (Int, Int, Date, String) {
+            (markedRemoved ? 0 : 1, summary.pendingCount > 0 ? 1 : 0, modified, key)
+        }
     }
 
     private static func fill(
@@ -166,15 +181,12 @@ enum CatalogRebuild {
             case .inaccessible(let error): report.untouched.append("\(relative): \(error)")
             case .unreadable: toQuarantine.append(relative)
             case .readable(let metadata, let summary, let markedRemoved):
-                if markedRemoved {
-                    // Its removal had begun: not taken back; kept in quarantine if it holds a change.
-                    if summary.pendingCount > 0 { toQuarantine.append(relative) }
-                    continue
-                }
                 let modified = [path, path + "-wal"].compactMap(FileSystem.modificationDate).max() ?? .distantPast
                 let identity = "\(metadata.tenant.string)\u{0}\(metadata.documentIdentifier)\u{0}\(metadata.layerName)"
                 candidates[identity, default: []].append(
-                    Candidate(key: key, metadata: metadata, summary: summary, modified: modified))
+                    Candidate(
+                        key: key, metadata: metadata, summary: summary, modified: modified,
+                        markedRemoved: markedRemoved))
             }
         }
         for identity in candidates.keys.sorted() {

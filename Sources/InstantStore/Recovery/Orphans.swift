@@ -92,7 +92,7 @@ extension InstantStore {
         var quarantine = false
         let outcome = try catalog.write { db -> OrphanOutcome in
             if try self.isClaimed(relativePath, in: db) { return .claimed }
-            if self.catalog.isOrigin {
+            if self.isOrigin {
                 quarantine = true
                 return .quarantined("")
             }

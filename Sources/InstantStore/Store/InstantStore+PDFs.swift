@@ -83,7 +83,7 @@ extension InstantStore {
         // before the commit, so a power cut can only forget this ingest (an orphan,
         // downloaded again), never leave a reference to a missing file. A server's store
         // holds originals nobody can download again: synced.
-        let durability: Catalog.Durability = catalog.isOrigin ? .synced : .deferred
+        let durability: Catalog.Durability = isOrigin ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both.

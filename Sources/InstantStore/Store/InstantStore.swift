@@ -39,22 +39,35 @@ public final class InstantStore: Sendable {
     public init(root: URL, role: StoreRole = .cache) throws(StoreError) {
         layout = StoreLayout(root: root)
         try layout.createDirectories()
+        // One process at a time decides whether the catalog is there, finishes a swap, or
+        // rebuilds: two doing it at once could each move the other's catalog aside.
+        let lock = try layout.lockStore()
+        defer { lock.close() }
         try CatalogRebuild.finishInstall(layout)
         if !FileSystem.exists(layout.catalogPath), try layout.holdsData() {
-            try CatalogRebuild.rebuild(layout)
+            _ = try CatalogRebuild.rebuild(layout)
         }
         catalog = try Catalog(path: layout.catalogPath)
-        if role == .origin && !catalog.isOrigin { try catalog.markOrigin() }
+        if role == .origin {
+            try layout.writeOriginMarker()
+            if !catalog.isOrigin { try catalog.markOrigin() }
+        }
         openedAs = role
+        isOrigin = role == .origin || catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
     }
 
+    /// Whether this is a server's store: recorded both in the catalog's header and in a
+    /// file at the root (`origin`), so a rebuilt or replaced catalog cannot turn a
+    /// server's originals into a cache that prune would empty.
+    let isOrigin: Bool
+
     /// What this store is: a client's cache, or a server's originals.
-    public var role: StoreRole { openedAs == .origin || catalog.isOrigin ? .origin : .cache }
+    public var role: StoreRole { isOrigin ? .origin : .cache }
 
     /// Throws ``StoreError/originStore(path:)`` unless removing is allowed: always in a
     /// cache, in a server's store only through the server's own handle.
     func checkRemovalAllowed() throws(StoreError) {
-        if catalog.isOrigin && openedAs != .origin { throw .originStore(path: layout.rootPath) }
+        if isOrigin && openedAs != .origin { throw .originStore(path: layout.rootPath) }
     }
 
     /// The store's root directory.

@@ -31,7 +31,13 @@ extension InstantStore {
             if missing, try !isCurrent(row) { return }
             var problem = Problem(
                 kind: missing ? .missingLayer : .corruptLayer, subject: reference.description, detail: "\(error)")
-            if options.repair { problem.fixed = try replaceLayerFile(row, reference, &report) }
+            if options.repair {
+                do throws(StoreError) {
+                    problem.fixed = try replaceLayerFile(row, reference, &report)
+                } catch {
+                    problem.detail += "; not repaired: \(error)"
+                }
+            }
             report.problems.append(problem)
         case .io, .database, .busy:
             report.problems.append(
@@ -128,7 +134,10 @@ extension InstantStore {
                     salvaged = try old.takePendingChangesAndMarkRemoved()
                 } catch {
                     // Too damaged to lock and mark: read what can be read. A writer still
-                    // holding it writes into the file that goes to quarantine, not to nothing.
+                    // holding it writes into the file that goes to quarantine, not to
+                    // nothing. Anything else (busy, a newer format since the check, an
+                    // I/O error) stops the repair: the file is not ours to take.
+                    guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
