@@ -157,30 +157,44 @@ import Testing
     }
 
     /// A removal refused for another layer's pending changes never makes a writer of a
-    /// clean layer of the same document see `layer_removed`.
+    /// layer it had already marked see `layer_removed`. The removal marks the written
+    /// layer, then 30 clean ones, before it reaches the one that refuses, so the written
+    /// layer stays marked for a while in every round.
     @Test func aRefusedRemovalNeverStopsAWriter() async throws {
         let scratch = try Scratch()
         try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "a").close()
+        for index in 0..<30 {
+            try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "c\(index)").close()
+        }
         let dirty = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "b")
         try dirty.create(id: "pending", content: note("keeps the document"))
         dirty.close()
         let writer = Task.detached {
-            try runWorker(["annotate-loop", scratch.root.path, Scratch.tenant.string, "d", "a", "300"])
+            try runWorker(["annotate-loop", scratch.root.path, Scratch.tenant.string, "d", "a", "400"])
         }
         var refusals = 0
-        for _ in 0..<80 {
-            // "b" used last, so the removal reaches (and marks) "a" before it refuses on "b".
+        for _ in 0..<25 {
+            // Removal order is least recently used first: "a" first, "b" last.
+            try scratch.store.catalog.write { db in
+                try db.execute(
+                    sql: "UPDATE layer SET lastUsedAt = '2000-01-01 00:00:00.000' WHERE name = ?",
+                    arguments: ["a".storedBytes])
+            }
             try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "b").close()
             do {
-                try scratch.store.removeDocument(tenant: Scratch.tenant, document: "d", pendingChanges: .refuse)
+                // As `rm --document d --export`: "a" counts as exported (so it is marked),
+                // "b" holds changes nobody exported, so the removal is refused.
+                let exported = LayerReference(tenant: Scratch.tenant, document: "d", layer: "a")
+                try scratch.store.removeDocument(
+                    tenant: Scratch.tenant, document: "d", pendingChanges: .discardThrough([exported: .max]))
             } catch .pendingChanges {
                 refusals += 1
             }
         }
         let result = try await writer.value
         #expect(result.status == 0, "the writer saw: \(result.output.suffix(300))")
-        #expect(refusals == 80)
+        #expect(refusals == 25)
         let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "a")
-        #expect(try layer.pendingChanges().count == 300)
+        #expect(try layer.pendingChanges().count == 400)
     }
 }
