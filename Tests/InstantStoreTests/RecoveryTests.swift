@@ -22,6 +22,8 @@ import Testing
         let stray = scratch.root.appendingPathComponent("blobs/sha256/README")
         try Data("not a blob".utf8).write(to: stray)
         try Data("nor a layer".utf8).write(to: scratch.root.appendingPathComponent("layers/notes.txt"))
+        try FileManager.default.createDirectory(
+            at: scratch.root.appendingPathComponent("tmp/a-directory"), withIntermediateDirectories: false)
 
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.layers == 1 && report.duplicates.count == 1 && report.quarantined.count == 1)
@@ -32,7 +34,9 @@ import Testing
         let quarantined = try rebuilt.quarantinedFiles().filter { $0.kind == .layer }
         #expect(quarantined.map(\.layer?.layer) == ["L"] && quarantined.first?.pendingChanges == 0)
         #expect(report.oldCatalog != nil)
-        #expect(try rebuilt.verify(VerifyOptions(repair: true)).isClean)
+        let repaired = try rebuilt.verify(VerifyOptions(repair: true))
+        #expect(repaired.isClean && repaired.strayFiles.contains("tmp/a-directory"))
+        #expect(try rebuilt.prune(PruneOptions()).removed.swept.isEmpty)
         #expect(try rebuilt.verify(VerifyOptions(deep: true)).isClean)
     }
 

@@ -58,7 +58,12 @@ extension InstantStore {
             }
             report.problems.append(problem)
         }
-        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() where try isDeadTempFile(name) {
+        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
+            guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name) else {
+                report.strayFiles.append("tmp/\(name)")
+                continue
+            }
+            guard try isDeadTempFile(name) else { continue }
             var problem = Problem(kind: .deadTempFile, subject: "tmp/\(name)", detail: "its writer is gone")
             if options.repair {
                 try FileSystem.remove(layout.tmpDirectory + "/" + name)

@@ -131,7 +131,8 @@ extension InstantStore {
         var temp: [String] = []
         var layerKeys: [String] = []
         var blobs: [String] = []
-        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() where try isDeadTempFile(name) {
+        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
+            guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name), try isDeadTempFile(name) else { continue }
             temp.append(name)
             if name.hasSuffix(".layer.lock"), case let key = String(name.dropLast(".layer.lock".count)),
                 RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
