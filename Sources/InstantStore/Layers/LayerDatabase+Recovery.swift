@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+
+/// What removal, repair and garbage collection do to a layer file: the removed mark, its
+/// health, and reading what it holds when it is damaged.
+extension LayerDatabase {
+    /// Marks the layer removed under its write lock, unless it holds a pending change later
+    /// than `allowed` (0: any pending change keeps it). Returns the number of pending
+    /// changes, and whether it was marked.
+    func markRemoved(allowingPendingThrough allowed: Int64) throws(StoreError) -> (pending: Int64, marked: Bool) {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var outcome: (Int64, Bool) = (0, false)
+                try db.inTransaction(.immediate) {
+                    let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
+                    let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM pendingChange") ?? 0
+                    if latest > allowed {
+                        outcome = (pending, false)
+                        return .rollback
+                    }
+                    try db.execute(sql: "UPDATE meta SET removed = 1")
+                    outcome = (pending, true)
+                    return .commit
+                }
+                return outcome
+            }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// Clears the removed mark after a removal whose catalog transaction failed.
+    func unmarkRemoved() throws(StoreError) {
+        do { try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") } } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// `quick_check`, the removed mark and, when `deep`, every record decoded.
+    func health(deep: Bool) throws(StoreError) -> (failure: String?, markedRemoved: Bool) {
+        try read { db in
+            let messages = try String.fetchAll(db, sql: deep ? "PRAGMA integrity_check" : "PRAGMA quick_check")
+            if messages != ["ok"] { return (messages.prefix(3).joined(separator: "; "), false) }
+            let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false
+            if deep {
+                let records = try Row.fetchCursor(db, sql: "SELECT annotationId, content FROM record")
+                while let row = try records.next() {
+                    do { try AnnotationContent.validate(row[1]) } catch {
+                        return ("record \(StoreError.quoted(String(storedBytes: row[0]))): \(error)", removed)
+                    }
+                }
+            }
+            return (nil, removed)
+        }
+    }
+
+    /// The pending changes of a possibly damaged layer file, or nil when they cannot be read.
+    static func salvagePendingChanges(path: String) -> [PendingChange]? {
+        guard FileSystem.exists(path) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        defer { try? queue.close() }
+        return try? queue.read { db in try fetchPending(db) }
+    }
+
+    /// Clears the removed mark and folds the WAL into the file, so the one file is the
+    /// whole layer: a layer about to be adopted back into the catalog (restored from
+    /// quarantine, or found holding pending changes with no row).
+    func prepareForAdoption() throws(StoreError) {
+        do {
+            try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+
+    /// Whether the removed mark is set.
+    func isMarkedRemoved() throws(StoreError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false }
+    }
+
+    /// Reads the pending changes and sets the removed mark in one IMMEDIATE transaction, so
+    /// every change committed before is in what is returned, and every write after it is
+    /// refused. Used by a layer's replacement.
+    func takePendingChangesAndMarkRemoved() throws(StoreError) -> [PendingChange] {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                var changes: [PendingChange] = []
+                try db.inTransaction(.immediate) {
+                    changes = try LayerDatabase.fetchPending(db)
+                    try db.execute(sql: "UPDATE meta SET removed = 1")
+                    return .commit
+                }
+                return changes
+            }
+        } catch {
+            throw LayerDatabase.map(error, key: key)
+        }
+    }
+}
