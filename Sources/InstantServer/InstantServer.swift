@@ -30,6 +30,15 @@ public final class InstantServer: Sendable {
         pdfTenant = try TenantURL("http://instant-server.local")
         // The origin of its PDFs: no prune, GC or instantctl removes one, and uploads are synced.
         pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"), role: .origin)
+        // After a rebuild of the PDF store's catalog, its documents (which have no layers
+        // there) are gone while their PDFs are not: link each document to its PDF again.
+        let linked = Set(
+            try pdfs.cacheEntries(tenant: pdfTenant).filter { $0.pdfSHA256 != nil }.map(\.documentIdentifier))
+        for info in try database.documents() where !linked.contains(info.documentId) {
+            if let hash = BlobHash(hex: info.sha256) {
+                try pdfs.attachPDF(hash, tenant: pdfTenant, document: info.documentId)
+            }
+        }
         verifier = TokenVerifier(
             keys: try await JWTKeys.verifier(
                 pem: configuration.jwtKey.publicKeyPEM, algorithm: configuration.jwtKey.algorithm),

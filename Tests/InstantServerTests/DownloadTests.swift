@@ -23,6 +23,27 @@ import Testing
         }
     }
 
+    /// A server whose PDF store lost its catalog links its documents to their PDFs again
+    /// when it starts (the rebuild knows PDFs, not documents without layers); an empty
+    /// upload is a client's mistake (400), not the server's.
+    @Test func theServerRelinksItsPDFsAfterACatalogRebuild() async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let pdf = samplePDF()
+        try await TestServer.with(dataDirectory: data) { server in
+            #expect(try await server.upload("kept", pdf).status == 201)
+            let empty = try await server.upload("empty", Data())
+            #expect(empty.status == 400, "\(empty.status) \(empty.errorCode ?? "")")
+        }
+        let catalog = data.appendingPathComponent("pdfs/catalog.sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
+        try await TestServer.with(dataDirectory: data) { server in
+            let token = try await server.token(document: "kept")
+            let download = try await server.client(.GET, "kept", "pdf", token: token)
+            #expect(download.status == 200 && download.body == pdf)
+        }
+    }
+
     @Test func uploadThenDownloadWithETagRangeAndZstd() async throws {
         try await TestServer.with { server in
             let pdf = samplePDF()

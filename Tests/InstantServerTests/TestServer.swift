@@ -20,11 +20,14 @@ struct TestServer {
     let dataDirectory: URL
 
     /// Starts a server, runs `body` against it, and stops it.
+    /// `dataDirectory`, when given, is used (and left in place) instead of a fresh one.
     static func with<T: Sendable>(
-        maxPayloadSize: Int = 1 << 20, _ body: @Sendable (TestServer) async throws -> T
+        maxPayloadSize: Int = 1 << 20, dataDirectory: URL? = nil, _ body: @Sendable (TestServer) async throws -> T
     ) async throws -> T {
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: data) }
+        let data =
+            dataDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
+        defer { if dataDirectory == nil { try? FileManager.default.removeItem(at: data) } }
         let pair = JWTKeys.developmentKeyPair()
         let configuration = ServerConfiguration(
             port: 0, dataDirectory: data, apiAuthToken: apiToken,

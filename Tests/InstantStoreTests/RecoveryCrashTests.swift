@@ -41,7 +41,7 @@ import Testing
     ])
     func rebuildKilled(failpoint: String) throws {
         let scratch = try storeWithDuplicate()
-        try scratch.store.catalog.close()
+        scratch.store.close()
         let catalog = scratch.store.layout.catalogPath
         let before = try [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
         let layersBefore = scratch.files(in: "layers").sorted()

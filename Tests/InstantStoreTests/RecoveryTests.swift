@@ -25,6 +25,7 @@ import Testing
         try FileManager.default.createDirectory(
             at: scratch.root.appendingPathComponent("tmp/a-directory"), withIntermediateDirectories: false)
 
+        scratch.store.close()
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.layers == 1 && report.duplicates.count == 1 && report.quarantined.count == 1)
         #expect(report.strayFiles.sorted() == ["blobs/sha256/README", "layers/notes.txt"])
@@ -45,7 +46,7 @@ import Testing
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
         try layer.create(id: "a", content: note("a"))
         layer.close()
-        try scratch.store.catalog.close()
+        scratch.store.close()
         for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(scratch.store.layout.catalogPath + suffix) }
         let reopened = try InstantStore(root: scratch.root)
         #expect(try reopened.localDescriptors().map(\.pendingChangeCount) == [1])
@@ -59,11 +60,55 @@ import Testing
         try layer.create(id: "a", content: note("a"))
         layer.close()
         _ = try scratch.store.openLayer(key: layer.key).markRemoved(allowingPendingThrough: .max)  // a refused removal's
+        scratch.store.close()
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.layers == 1 && report.quarantined.isEmpty)
         let back = try rebuilt.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         try back.create(id: "b", content: note("b"))
         #expect(try back.pendingChanges().map(\.annotationID) == ["a", "b"])
+    }
+
+    /// A catalog file that exists but was never written (0 bytes, no tables) over PDFs and
+    /// layers is rebuilt too: taken as it is, it would make every file look like garbage.
+    @Test func aBlankCatalogOverDataIsRebuilt() throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 11)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        layer.close()
+        scratch.store.close()
+        for suffix in ["-wal", "-shm"] { try FileSystem.remove(scratch.store.layout.catalogPath + suffix) }
+        try Data().write(to: URL(fileURLWithPath: scratch.store.layout.catalogPath))
+        let reopened = try InstantStore(root: scratch.root)
+        #expect(try reopened.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try reopened.localDescriptors().map(\.pendingChangeCount) == [1])
+        #expect(scratch.files(in: "blobs").count == 1, "the PDF was not taken for garbage")
+    }
+
+    /// A layer handle that finds its file corrupt flags it at once: `ls` shows `invalid`.
+    @Test func aReaderFlagsACorruptLayer() throws {
+        let scratch = try Scratch()
+        let snapshot = (0..<400).map {
+            ServerRecord(id: "r\($0)", content: note(String(repeating: "y", count: 200)), revision: 1)
+        }
+        let created = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
+        created.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: created.key))
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect { _ = try layer.annotations() } throws: { ($0 as? StoreError)?.code == "corrupt_layer" }
+        #expect(try scratch.store.localDescriptors().map(\.state) == [.invalid])
+    }
+
+    /// A server links a document to a PDF it already holds.
+    @Test func attachPDFLinksAStoredPDF() throws {
+        let scratch = try Scratch()
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 12)))
+        #expect(try scratch.store.attachPDF(pdf.sha256, tenant: Scratch.tenant, document: "e"))
+        #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "e")?.sha256 == pdf.sha256)
+        #expect(try !scratch.store.attachPDF(BlobHash.of(Data("other".utf8)), tenant: Scratch.tenant, document: "f"))
+        #expect(try scratch.store.verify(VerifyOptions()).isClean, "reference counts follow")
     }
 
     @Test func anOrphanLayerHoldingChangesIsAdoptedOrQuarantinedNeverDeleted() throws {
@@ -166,6 +211,7 @@ import Testing
         for removal in removals {
             #expect { try removal() } throws: { ($0 as? StoreError)?.code == "layer_unreadable" }
         }
+        scratch.store.close()
         _ = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the newer file is untouched")
         #expect(try InstantStore(root: scratch.root).verify(VerifyOptions(repair: true)).remaining.count == 1)
@@ -177,6 +223,7 @@ import Testing
         try scratch.store.catalog.write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
         }
+        scratch.store.close()
         #expect {
             _ = try InstantStore.rebuildCatalog(root: scratch.root)
         } throws: { ($0 as? StoreError)?.code == "unsupported_format_version" }
@@ -250,8 +297,8 @@ import Testing
         #expect(try operator_.verify(VerifyOptions(repair: true)).isClean)
         #expect(try operator_.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == pdf.sha256)
         // A rebuilt catalog is still a server's: the mark is also kept outside the catalog.
-        try operator_.catalog.close()
-        try server.catalog.close()
+        operator_.close()
+        server.close()
         for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(server.layout.catalogPath + suffix) }
         let rebuilt = try InstantStore(root: server.root)
         #expect(rebuilt.role == .origin)

@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func sampleAndRebuildOptions() async throws {
-        try await withDemoStore { root, _ in
+        try await withDemoStore { root, store in
             let sampled = try await instantctl(["verify", "--sample", "50%", "--json"], root: root)
             #expect(sampled.status == 0)
             #expect(try sampled.json()["blobsDeepChecked"] as? Int == 2, "half of 3 PDFs, rounded up")
@@ -53,6 +53,9 @@ import Testing
             #expect(try await instantctl(["verify", "--rebuild-catalog"], root: root).status == 2)
 
             let catalog = root.appendingPathComponent("catalog.sqlite")
+            let busy = try await instantctl(["verify", "--repair", "--rebuild-catalog"], root: root)
+            #expect(busy.status == 4 && busy.error.contains("stop them first"), "a rebuild needs the store to itself")
+            store.close()
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog.path + suffix) }
             try FileManager.default.removeItem(at: catalog)
             let rebuilt = try await instantctl(["verify", "--repair", "--rebuild-catalog"], root: root)

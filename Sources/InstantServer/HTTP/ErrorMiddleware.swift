@@ -43,7 +43,7 @@ struct ErrorMiddleware: RouterMiddleware {
             return ProtocolError(.notFound, "no such route for this method")
         case let error as StoreError:
             switch error {
-            case .hashMismatch, .sizeMismatch: return ProtocolError(.invalidRequest, error.description)
+            case .hashMismatch, .sizeMismatch, .emptyPDF: return ProtocolError(.invalidRequest, error.description)
             default: return ProtocolError(.internal, "storage failed (\(error.code))")
             }
         default: return ProtocolError(.internal, "the server failed; see its log")

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Where everything lives under a store's root directory.
 ///
@@ -96,22 +97,69 @@ public struct StoreLayout: Sendable, Equatable {
         try FileSystem.syncDirectory(rootPath)
     }
 
-    /// Takes the store's lock (`store.lock`, exclusive, waiting for it): held only while
-    /// a process opens the catalog, finishes a swap or rebuilds it. Close the file to
-    /// release it.
-    func lockStore() throws(StoreError) -> POSIXFile {
+    /// Takes the store's lock, `store.lock`: shared by every open handle for its
+    /// lifetime, exclusive while a catalog is rebuilt or swapped in. Waits up to 30
+    /// seconds, then throws ``StoreError/busy(path:)``. Close the file to release it.
+    func lockStore(exclusive: Bool) throws(StoreError) -> POSIXFile {
         let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDWR | O_CREAT)
-        try lock.lockExclusively(wait: true)
+        let deadline = Date().addingTimeInterval(30)
+        while try !lock.lock(exclusive ? LOCK_EX : LOCK_SH) {
+            if Date() > deadline {
+                throw .busy(
+                    path: rootPath
+                        + (exclusive
+                            ? " (other processes have the store open; stop them first)"
+                            : " (its catalog is being rebuilt)"))
+            }
+            usleep(50_000)
+        }
         return lock
+    }
+
+    /// Turns a shared hold of `store.lock` exclusive, at once or not at all: two handles
+    /// waiting for each other would never get it.
+    func upgradeLock(_ lock: POSIXFile) throws(StoreError) {
+        guard try lock.lock(LOCK_EX) else {
+            throw .busy(
+                path: rootPath
+                    + " (other processes have the store open while its catalog needs rebuilding; stop them first)")
+        }
+    }
+
+    func downgradeLock(_ lock: POSIXFile) throws(StoreError) {
+        _ = try lock.lock(LOCK_SH)
+    }
+
+    /// Whether the catalog is missing, or a file no migration ever wrote to (empty, or a
+    /// database without tables). Cheap: a stat, and a look at the file only when small.
+    func catalogIsBlank() throws(StoreError) -> Bool {
+        guard let size = try FileSystem.fileSize(catalogPath) else { return true }
+        // In WAL mode a catalog in use may have everything in its -wal and nothing yet
+        // in the file: only both empty is blank without looking.
+        let wal = try FileSystem.fileSize(catalogPath + "-wal") ?? 0
+        if size == 0 && wal == 0 { return true }
+        guard size <= 16384 else { return false }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: catalogPath, configuration: configuration) else { return false }
+        defer { try? queue.close() }
+        let tables = try? queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") }
+        return tables == 0
+    }
+
+    /// Whether the catalog is blank while PDFs or layers exist: it must be rebuilt.
+    func needsRebuild() throws(StoreError) -> Bool {
+        guard try catalogIsBlank() else { return false }
+        return try holdsData()
     }
 
     /// Whether `blobs/` or `layers/` holds anything: files a catalog must account for.
     func holdsData() throws(StoreError) -> Bool {
-        if try !FileSystem.contents(of: layersDirectory).isEmpty { return true }
+        if try !FileSystem.isEmptyDirectory(layersDirectory) { return true }
         for prefix in try FileSystem.contents(of: blobsDirectory) {
             let path = blobsDirectory + "/" + prefix
             if !FileSystem.isDirectory(path) { return true }
-            if try !FileSystem.contents(of: path).isEmpty { return true }
+            if try !FileSystem.isEmptyDirectory(path) { return true }
         }
         return false
     }

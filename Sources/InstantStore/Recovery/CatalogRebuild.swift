@@ -3,8 +3,11 @@ import GRDB
 
 /// What ``InstantStore/rebuildCatalog(root:)`` recovered, and what it left alone.
 public struct RebuildReport: Sendable, Equatable, Codable {
+    /// PDFs taken back.
     public var blobs = 0
+    /// Layers taken back.
     public var layers = 0
+    /// Documents recreated for those layers.
     public var documents = 0
     /// Files moved to `quarantine/` (names there): unreadable layers and PDFs, and the
     /// second file of a layer found twice.
@@ -25,14 +28,17 @@ extension InstantStore {
     /// sound (blob names verify themselves; run a deep verify afterwards), and every layer
     /// whose meta row can be read. See ``CatalogRebuild`` for how it stays atomic.
     ///
-    /// Stop every other process using the store first: they hold the old catalog open.
+    /// Every other handle on the store must be closed first (apps, servers, other
+    /// `InstantStore` values in this process): otherwise this throws
+    /// ``StoreError/busy(path:)`` and changes nothing.
     public static func rebuildCatalog(root: URL) throws(StoreError) -> (InstantStore, RebuildReport) {
         let layout = StoreLayout(root: root)
         try layout.createDirectories()
         let report: RebuildReport
         do {
-            let lock = try layout.lockStore()
+            let lock = try layout.lockStore(exclusive: false)
             defer { lock.close() }
+            try layout.upgradeLock(lock)
             try CatalogRebuild.finishInstall(layout)
             report = try CatalogRebuild.rebuild(layout)
         }
@@ -191,12 +197,7 @@ enum CatalogRebuild {
         }
         for identity in candidates.keys.sorted() {
             guard let files = candidates[identity] else { continue }
-            // Pending changes first, then the newer file.
-            let ranked = files.sorted {
-                ($0.summary.pendingCount > 0 ? 1 : 0, $0.modified, $0.key) > (
-                    $1.summary.pendingCount > 0 ? 1 : 0, $1.modified, $1.key
-                )
-            }
+            let ranked = files.sorted { $0.rank > $1.rank }
             let kept = ranked[0]
             for other in ranked.dropFirst() {
                 toQuarantine.append(StoreLayout.layerRelativePath(key: other.key))

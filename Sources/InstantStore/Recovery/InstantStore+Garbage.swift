@@ -86,28 +86,56 @@ extension InstantStore {
 
     /// What prune sweeps on its way, reading `tmp/` only: temp files of dead writers, and
     /// the orphan each may have left (see ``abandonedFiles()``). With `dryRun`, lists them.
+    ///
+    /// Each entry is a path relative to the root, followed by what became of it when that
+    /// was not a plain deletion (`: taken back …`, `: moved to quarantine/…`). A claim or
+    /// lock whose orphan had to be left stays, so the next prune looks again.
     func sweepAbandoned(dryRun: Bool) throws(StoreError) -> [String] {
         let abandoned = try abandonedFiles()
-        if dryRun {
-            return abandoned.layerKeys.map { StoreLayout.layerRelativePath(key: $0) } + abandoned.blobs
-                + abandoned.temp.map { "tmp/" + $0 }
-        }
         var swept: [String] = []
-        let sound = abandoned.layerKeys.isEmpty && abandoned.blobs.isEmpty ? true : try catalog.isSound()
+        var kept: Set<String> = []
+        let sound = dryRun || (abandoned.layerKeys.isEmpty && abandoned.blobs.isEmpty) ? true : try catalog.isSound()
         for key in abandoned.layerKeys {
+            let relative = StoreLayout.layerRelativePath(key: key)
+            if dryRun {
+                swept.append(relative + Self.plan(LayerInspection.inspect(path: layout.layerPath(key: key), key: key)))
+                continue
+            }
             switch try disposeOrphanLayer(key: key, mayDelete: sound) {
-            case .deleted, .adopted, .quarantined: swept.append(StoreLayout.layerRelativePath(key: key))
-            case .claimed, .left: break
+            case .deleted: swept.append(relative)
+            case .adopted(let reference):
+                swept.append("\(relative): taken back as \(reference) (it holds unsynced changes)")
+            case .quarantined(let name): swept.append("\(relative): moved to quarantine/\(name) (it may hold data)")
+            case .claimed: break
+            case .left: kept.insert(key + ".layer.lock")
             }
         }
-        for blob in abandoned.blobs where sound {
-            if try disposeOrphanBlob(blob) != .claimed { swept.append(blob) }
+        for blob in abandoned.blobs {
+            if dryRun {
+                swept.append(blob + (isOrigin ? ": would be quarantined (a server's store)" : ""))
+            } else if sound, try disposeOrphanBlob(blob) != .claimed {
+                swept.append(blob)
+            }
         }
-        for name in abandoned.temp where try isDeadTempFile(name) {
-            try FileSystem.remove(layout.tmpDirectory + "/" + name)
+        for name in abandoned.temp where !kept.contains(name) {
+            if !dryRun {
+                guard try isDeadTempFile(name) else { continue }
+                try FileSystem.remove(layout.tmpDirectory + "/" + name)
+            }
             swept.append("tmp/" + name)
         }
         return swept
+    }
+
+    /// What a sweep would do with an orphan layer, as the suffix of its dry-run entry.
+    private static func plan(_ inspection: LayerInspection) -> String {
+        switch inspection {
+        case .readable(_, let summary, _) where summary.pendingCount > 0:
+            ": would be taken back or quarantined (\(summary.pendingCount) unsynced changes)"
+        case .readable, .missing: ""
+        case .unreadable: ": would be quarantined (unreadable)"
+        case .newerFormat, .inaccessible: ": would be left alone"
+        }
     }
 }
 

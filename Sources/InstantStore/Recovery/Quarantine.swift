@@ -32,11 +32,19 @@ extension StoreLayout {
 public struct QuarantinedFile: Sendable, Equatable, Codable {
     /// What the file was.
     public enum Kind: String, Sendable, Codable {
-        case layer, pdf, catalog, other
+        /// A layer database (or a `-wal` left without one).
+        case layer
+        /// A PDF's zstd frame from `blobs/`.
+        case pdf
+        /// An old catalog, set aside by a rebuild.
+        case catalog
+        /// Anything else.
+        case other
     }
 
     /// Its name in `quarantine/` (its `-wal` and `-shm`, if any, sit beside it).
     public var name: String
+    /// What it was.
     public var kind: Kind
     /// Where it was, relative to the root.
     public var originalPath: String
@@ -78,12 +86,19 @@ extension InstantStore {
                 restorable: false)
             if original.hasPrefix("layers/") && original.hasSuffix(".sqlite") {
                 file.kind = .layer
-                switch try inspectQuarantined(name) {
-                case .readable(let metadata, let summary, _):
+                let inspection: LayerInspection
+                do { inspection = try inspectQuarantined(name) } catch { inspection = .inaccessible(error) }
+                switch inspection {
+                case .readable(let metadata, let summary, let markedRemoved):
                     file.layer = LayerReference(
                         tenant: metadata.tenant, document: metadata.documentIdentifier, layer: metadata.layerName)
                     file.pendingChanges = summary.pendingCount
                     file.restorable = true
+                    if markedRemoved && summary.pendingCount > 0 {
+                        file.problem =
+                            "set aside by a repair or removal, which carried its changes into a fresh layer "
+                            + "or was told to discard them; restore it only if they are missing"
+                    }
                 case .newerFormat(let found): file.problem = "written by a newer version (\(found))"
                 case .unreadable(let reason): file.problem = reason
                 case .inaccessible(let error): file.problem = error.description

@@ -186,6 +186,28 @@ extension InstantStore {
         }
     }
 
+    /// Points `document` at a PDF already stored, creating the document when missing;
+    /// false when no such PDF is stored. A server uses it to link its documents again
+    /// after its store's catalog was rebuilt (a rebuild knows PDFs, not the documents
+    /// without layers that used them).
+    ///
+    /// ```swift
+    /// try pdfs.attachPDF(hash, tenant: tenant, document: "report")
+    /// ```
+    @discardableResult
+    public func attachPDF(_ hash: BlobHash, tenant: TenantURL, document: String) throws(StoreError) -> Bool {
+        try Identifier.validate(document, what: "document identifier")
+        return try catalog.write { db in
+            guard try BlobRecord.exists(db, key: hash.hex) else { return false }
+            let row = try self.documentRow(tenant, document, in: db)
+            guard row.blobSha256 != hash.hex else { return true }
+            try self.catalog.adjustReference(from: row.blobSha256, to: hash.hex, in: db)
+            try db.execute(
+                sql: "UPDATE document SET blobSha256 = ?, corrupt = 0 WHERE id = ?", arguments: [hash.hex, row.id])
+            return true
+        }
+    }
+
     // MARK: Reading
 
     /// The stored PDF of a document, if it has one.

@@ -39,13 +39,18 @@ public final class InstantStore: Sendable {
     public init(root: URL, role: StoreRole = .cache) throws(StoreError) {
         layout = StoreLayout(root: root)
         try layout.createDirectories()
-        // One process at a time decides whether the catalog is there, finishes a swap, or
-        // rebuilds: two doing it at once could each move the other's catalog aside.
-        let lock = try layout.lockStore()
-        defer { lock.close() }
-        try CatalogRebuild.finishInstall(layout)
-        if !FileSystem.exists(layout.catalogPath), try layout.holdsData() {
-            _ = try CatalogRebuild.rebuild(layout)
+        // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
+        // so it never swaps a catalog out from under a process using it.
+        lock = try layout.lockStore(exclusive: false)
+        let swapPending = FileSystem.exists(layout.rebuiltCatalogPath)
+        if try swapPending ? true : layout.needsRebuild() {
+            // A swap to finish, or a catalog to rebuild (missing, or never written while
+            // PDFs or layers exist: an empty catalog would make every file look like
+            // garbage). Only with the store to itself.
+            try layout.upgradeLock(lock)
+            try CatalogRebuild.finishInstall(layout)
+            if try layout.needsRebuild() { _ = try CatalogRebuild.rebuild(layout) }
+            try layout.downgradeLock(lock)
         }
         catalog = try Catalog(path: layout.catalogPath)
         if role == .origin {
@@ -63,6 +68,16 @@ public final class InstantStore: Sendable {
 
     /// What this store is: a client's cache, or a server's originals.
     public var role: StoreRole { isOrigin ? .origin : .cache }
+
+    /// The store's lock (`store.lock`), held shared while this handle lives.
+    private let lock: POSIXFile
+
+    /// Closes the catalog and lets go of the store (a catalog rebuild needs every handle
+    /// closed). Later calls on this handle fail. Layer handles stay usable until closed.
+    public func close() {
+        try? catalog.close()
+        lock.close()
+    }
 
     /// Throws ``StoreError/originStore(path:)`` unless removing is allowed: always in a
     /// cache, in a server's store only through the server's own handle.

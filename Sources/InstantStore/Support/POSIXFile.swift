@@ -118,6 +118,17 @@ final class POSIXFile: @unchecked Sendable {
         }
     }
 
+    /// Takes (or converts to) a `flock(2)` of `operation` (`LOCK_SH`, `LOCK_EX`) without
+    /// waiting; returns false when another holder is in the way.
+    func lock(_ operation: Int32) throws(StoreError) -> Bool {
+        while true {
+            if flock(descriptor, operation | LOCK_NB) == 0 { return true }
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw .fromErrno("flock", path)
+        }
+    }
+
     func close() {
         if descriptor >= 0 { _ = Glibc.close(descriptor) }
         descriptor = -1
@@ -233,6 +244,23 @@ enum FileSystem {
     static func syncDirectory(_ directory: String) throws(StoreError) {
         let dir = try POSIXFile.open(directory, flags: O_RDONLY | O_DIRECTORY)
         guard fsync(dir.descriptor) == 0 else { throw .fromErrno("fsync", directory) }
+    }
+
+    /// Whether a directory has no entry but `.` and `..` (an absent one counts as empty).
+    /// Reads one entry at most, however large the directory.
+    static func isEmptyDirectory(_ directory: String) throws(StoreError) -> Bool {
+        guard let handle = opendir(directory) else {
+            if errno == ENOENT { return true }
+            throw .fromErrno("opendir", directory)
+        }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { return false }
+        }
+        return true
     }
 
     /// The names in a directory (no `.` or `..`); an absent directory has none.

@@ -34,9 +34,11 @@ struct GlobalOptions: ParsableArguments {
 
     /// The store at `root`, or nil when there is none: opening must never create one.
     static func existingStore(at root: URL) throws -> InstantStore? {
-        guard FileManager.default.fileExists(atPath: root.appendingPathComponent("catalog.sqlite").path) else {
-            return nil
-        }
+        // A store may be without its catalog for a moment (a rebuild to finish) or for
+        // good (lost): opening it then finishes the swap or rebuilds the catalog.
+        let marks = ["catalog.sqlite", "catalog-rebuilt.sqlite", "layers"]
+        guard marks.contains(where: { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) })
+        else { return nil }
         return try InstantStore(root: root)
     }
 
