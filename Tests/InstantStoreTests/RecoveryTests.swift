@@ -338,11 +338,18 @@ import Testing
             + ["", "-wal", "-shm"].map { StoreLayout.layerRelativePath(key: layer.key) + $0 }
             + (try FileSystem.contents(of: store.layout.quarantineDirectory)).map { "quarantine/" + $0 }
         for file in files { #expect(FileSystem.mode(root.path + "/" + file) == 0o600, "\(file)") }
-        // A store made by an older build: loose modes are narrowed when it is opened.
+        // A store made by an older build: loose modes are narrowed when it is opened (the
+        // directories and catalog), or reported by verify and narrowed by repair (files).
         chmod(store.layout.catalogPath, 0o644)
         chmod(root.path, 0o755)
-        _ = try InstantStore(root: root)
+        let layerPath = store.layout.layerPath(key: layer.key)
+        chmod(layerPath, 0o644)
+        let reopened = try InstantStore(root: root)
         #expect(FileSystem.mode(store.layout.catalogPath) == 0o600 && FileSystem.mode(root.path) == 0o700)
+        let loose = try reopened.verify().problems.filter { $0.kind == .loosePermissions }
+        #expect(loose.map(\.subject) == [StoreLayout.layerRelativePath(key: layer.key)], "\(loose)")
+        #expect(try reopened.verify(VerifyOptions(repair: true)).problems.allSatisfy(\.fixed))
+        #expect(FileSystem.mode(layerPath) == 0o600)
     }
 }
 

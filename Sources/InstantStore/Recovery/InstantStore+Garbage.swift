@@ -58,6 +58,9 @@ extension InstantStore {
             }
             report.problems.append(problem)
         }
+        try checkModes(
+            blobs: scan.blobs.filter { blobs.contains(($0 as NSString).lastPathComponent) },
+            layerKeys: scan.layerKeys.filter(keys.contains), options, &report)
         for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
             guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name) else {
                 report.strayFiles.append("tmp/\(name)")
@@ -67,6 +70,29 @@ extension InstantStore {
             var problem = Problem(kind: .deadTempFile, subject: "tmp/\(name)", detail: "its writer is gone")
             if options.repair {
                 try FileSystem.remove(layout.tmpDirectory + "/" + name)
+                problem.fixed = true
+            }
+            report.problems.append(problem)
+        }
+    }
+
+    /// Files of the store others may read (an older build made some 0644): layers hold a
+    /// user's annotations. Repair narrows them to 0600. Orphans are left to the sweep.
+    private func checkModes(
+        blobs: [String], layerKeys: [String], _ options: VerifyOptions, _ report: inout VerificationReport
+    ) throws(StoreError) {
+        let layerFiles = layerKeys.flatMap { key in
+            ["", "-wal", "-shm"].map { StoreLayout.layerRelativePath(key: key) + $0 }
+        }
+        let quarantined = try FileSystem.contents(of: layout.quarantineDirectory).map { "quarantine/" + $0 }
+        for relative in blobs + layerFiles + quarantined + ["catalog.sqlite", "catalog.sqlite-wal"] {
+            let path = layout.absolute(relative)
+            guard FileSystem.isRegularFile(path), let mode = FileSystem.mode(path), mode & 0o077 != 0 else { continue }
+            var problem = Problem(
+                kind: .loosePermissions, subject: relative,
+                detail: "mode \(String(mode, radix: 8)): others may read it (the store makes files 0600)")
+            if options.repair {
+                try FileSystem.restrictMode(path, to: 0o600)
                 problem.fixed = true
             }
             report.problems.append(problem)

@@ -109,7 +109,8 @@ extension InstantStore {
             let directory = (path as NSString).deletingLastPathComponent
             let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
             if !intact {
-                try FileSystem.makeDirectory(directory)
+                // A new fan-out directory is synced into its parent beside the insert below.
+                let created = try FileSystem.makeDirectoryUnsynced(directory)
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
                 claim = try POSIXFile.createLocked(
@@ -123,7 +124,10 @@ extension InstantStore {
                 try Failpoint.check("blob.afterRename")
                 try Parallel.both(
                     { () throws(StoreError) in try self.recordBlob(staged, in: db) },
-                    { () throws(StoreError) in try FileSystem.syncDirectory(directory) })
+                    { () throws(StoreError) in
+                        try FileSystem.syncDirectory(directory)
+                        if created { try FileSystem.syncDirectory(self.layout.blobsDirectory) }
+                    })
                 if flagged {
                     try db.execute(
                         sql: "UPDATE document SET corrupt = 0 WHERE blobSha256 = ? AND corrupt", arguments: [hash.hex])

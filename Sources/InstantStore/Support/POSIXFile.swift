@@ -159,6 +159,16 @@ enum FileSystem {
         if unlink(path) != 0 && errno != ENOENT { throw .fromErrno("unlink", path) }
     }
 
+    /// Creates `path` (mode 0700) when missing, without syncing its parent: returns
+    /// whether it did, so the caller syncs the parent (``syncDirectory(_:)``) before
+    /// anything depends on the new directory, alongside other work.
+    static func makeDirectoryUnsynced(_ path: String) throws(StoreError) -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
+        if errno == EEXIST { return false }
+        try makeDirectory(path)
+        return false
+    }
+
     /// Creates `path` and its parents with mode 0700; an existing directory is fine. A
     /// directory it creates is synced into its parent, so a file renamed into it later
     /// cannot vanish with the directory in a power cut.

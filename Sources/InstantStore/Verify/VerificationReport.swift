@@ -16,6 +16,8 @@ public struct Problem: Sendable, Equatable, Codable, CustomStringConvertible {
         case corruptLayer = "corrupt_layer"
         case layerMarkedRemoved = "layer_marked_removed"
         case layerSummaryDrift = "layer_summary_drift"
+        /// A file others may read (an older build made it 0644); repair makes it 0600.
+        case loosePermissions = "loose_permissions"
         /// A file that cannot be opened now (permissions, descriptors): left untouched.
         case inaccessibleFile = "inaccessible_file"
         /// A file written by a newer version: reported, never repaired.
