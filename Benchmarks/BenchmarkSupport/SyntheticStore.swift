@@ -78,8 +78,10 @@ public enum SyntheticStore {
                         index % 100 == 0 ? 3 : 0, 8192 * (1 + index % 8),
                     ])
                 if files {
+                    // 0600, as the store makes them.
                     _ = FileManager.default.createFile(
-                        atPath: root.appendingPathComponent("layers/\(key).sqlite").path, contents: nil)
+                        atPath: root.appendingPathComponent("layers/\(key).sqlite").path, contents: nil,
+                        attributes: [.posixPermissions: 0o600])
                 }
             }
         }
