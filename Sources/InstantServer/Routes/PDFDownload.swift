@@ -25,18 +25,17 @@ struct PDFDownload {
             return Response(status: .notModified, headers: headers)
         }
         if let rangeHeader = request.headers[.range] {
-            guard let range = Self.range(rangeHeader, size: stored.size) else {
-                headers[.contentRange] = "bytes */\(stored.size)"
+            switch ByteRange.parse(rangeHeader, size: stored.size) {
+            case .ignored: break
+            case .unsatisfiable:
                 let error = ProtocolError(
-                    .rangeNotSatisfiable, "the range \(rangeHeader) is outside 0..<\(stored.size)")
+                    .rangeNotSatisfiable, "no part of the range is inside the \(stored.size) bytes of the PDF")
                 var response = ErrorMiddleware.response(error)
                 response.headers[.contentRange] = "bytes */\(stored.size)"
                 return response
+            case .range(let range):
+                return try partial(range, of: hash, stored, headers)
             }
-            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(stored.size)"
-            headers[.contentLength] = "\(range.count)"
-            let chunks = try server.pdfs.pdfChunks(hash, range: range)
-            return Response(status: .partialContent, headers: headers, body: Self.body(chunks, length: range.count))
         }
         if Self.acceptsZstd(request.headers[.acceptEncoding]) {
             headers[.contentEncoding] = "zstd"
@@ -65,22 +64,15 @@ struct PDFDownload {
         }
     }
 
-    /// One byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n`, clipped to the size; nil when
-    /// it cannot be satisfied or is not a single range.
-    static func range(_ header: String, size: Int64) -> Range<Int64>? {
-        guard header.hasPrefix("bytes="), size > 0 else { return nil }
-        let spec = header.dropFirst("bytes=".count)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
-        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
-        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
-        if first.isEmpty {
-            guard let suffix = Int64(last), suffix > 0 else { return nil }
-            return max(0, size - suffix)..<size
-        }
-        guard let start = Int64(first), start >= 0, start < size else { return nil }
-        if last.isEmpty { return start..<size }
-        guard let end = Int64(last), end >= start else { return nil }
-        return start..<min(end + 1, size)
+    /// 206 with one range of the PDF's bytes.
+    private func partial(_ range: Range<Int64>, of hash: BlobHash, _ stored: StoredPDF, _ headers: HTTPFields)
+        throws -> Response
+    {
+        var headers = headers
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(stored.size)"
+        headers[.contentLength] = "\(range.count)"
+        let chunks = try server.pdfs.pdfChunks(hash, range: range)
+        return Response(status: .partialContent, headers: headers, body: Self.body(chunks, length: Int(range.count)))
     }
 
     /// Whether `Accept-Encoding` allows zstd (listed with a q above 0, or via `*`).
