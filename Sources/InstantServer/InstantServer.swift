@@ -25,7 +25,12 @@ public final class InstantServer: Sendable {
 
     public init(configuration: ServerConfiguration) async throws {
         self.configuration = configuration
-        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        // Private: it holds every user's annotations. Narrowed when it exists already.
+        try FileManager.default.createDirectory(
+            at: configuration.dataDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o700], ofItemAtPath: configuration.dataDirectory.path)
         database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
         pdfTenant = try TenantURL("http://instant-server.local")
         // The origin of its PDFs: no prune, GC or instantctl removes one, and uploads are synced.

@@ -37,7 +37,9 @@ struct Serve: AsyncParsableCommand {
             configuration = setup.configuration
             let pem = String(decoding: try Data(contentsOf: URL(fileURLWithPath: setup.privateKeyPath)), as: UTF8.self)
             let token = try await JWTKeys.token(
-                InstantClaims(documentID: devDocument, expiration: Date().addingTimeInterval(86400)), privateKeyPEM: pem
+                InstantClaims(
+                    documentID: devDocument, permissions: Permissions.allNames,
+                    expiration: Date().addingTimeInterval(86400)), privateKeyPEM: pem
             )
             // Written straight to the descriptor: print's buffer would hold it behind the logs.
             FileHandle.standardOutput.write(

@@ -36,7 +36,8 @@ struct Token: AsyncParsableCommand {
         }
         let claims = InstantClaims(
             documentID: document, layer: layer, userID: user,
-            permissions: permissions.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
+            permissions: permissions.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+                ?? Permissions.allNames,
             expiration: Date().addingTimeInterval(TokenLifetime.parse(expiresIn) ?? 3600))
         let (keys, _) = try await JWTKeys.signer(
             privateKeyPEM: String(decoding: data, as: UTF8.self), preferred: algorithm.flatMap(JWTAlgorithmName.init))

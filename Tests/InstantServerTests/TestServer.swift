@@ -82,7 +82,7 @@ struct TestServer {
     }
 
     func token(
-        document: String, layer: String? = nil, user: String? = nil, permissions: [String]? = nil,
+        document: String, layer: String? = nil, user: String? = nil, permissions: [String]? = Permissions.allNames,
         expiresIn: TimeInterval = 3600
     ) async throws -> String {
         try await JWTKeys.token(

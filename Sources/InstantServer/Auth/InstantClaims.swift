@@ -12,7 +12,8 @@ public struct InstantClaims: JWTPayload, Sendable, Equatable {
     /// The layer; absent means the default layer "".
     public var layer: String?
     public var userID: String?
-    /// Absent means `read-document`, `write` and `download`.
+    /// What the token allows: `read-document`, `write`, `download` (or `all`). Required,
+    /// as by Document Engine: a token without it is refused (`invalidToken`).
     public var permissions: [String]?
     public var expiration: Date
     public var notBefore: Date?
@@ -47,10 +48,27 @@ public struct InstantClaims: JWTPayload, Sendable, Equatable {
         layer = try container.decodeIfPresent(String.self, forKey: .layer)
         userID = try container.decodeIfPresent(String.self, forKey: .userID)
         permissions = try container.decodeIfPresent([String].self, forKey: .permissions)
-        expiration = Date(timeIntervalSince1970: try container.decode(Double.self, forKey: .expiration))
-        notBefore = try container.decodeIfPresent(Double.self, forKey: .notBefore).map(
-            Date.init(timeIntervalSince1970:))
-        issuedAt = try container.decodeIfPresent(Double.self, forKey: .issuedAt).map(Date.init(timeIntervalSince1970:))
+        expiration = try Self.time(container.decode(Double.self, forKey: .expiration), .expiration, container)
+        notBefore = try container.decodeIfPresent(Double.self, forKey: .notBefore).map {
+            try Self.time($0, .notBefore, container)
+        }
+        issuedAt = try container.decodeIfPresent(Double.self, forKey: .issuedAt).map {
+            try Self.time($0, .issuedAt, container)
+        }
+    }
+
+    /// Seconds since 1970 within ±10¹¹ (about year 5000 either way): an absurd value
+    /// makes the token invalid (without this, `exp` = 1e300 was a token valid for ever).
+    static let timeRange: ClosedRange<Double> = -1e11...1e11
+
+    private static func time(
+        _ seconds: Double, _ key: CodingKeys, _ container: KeyedDecodingContainer<CodingKeys>
+    ) throws -> Date {
+        guard seconds.isFinite, timeRange.contains(seconds) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: container, debugDescription: "\(key.rawValue) is out of range")
+        }
+        return Date(timeIntervalSince1970: seconds)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -59,9 +77,12 @@ public struct InstantClaims: JWTPayload, Sendable, Equatable {
         try container.encodeIfPresent(layer, forKey: .layer)
         try container.encodeIfPresent(userID, forKey: .userID)
         try container.encodeIfPresent(permissions, forKey: .permissions)
-        try container.encode(Int64(expiration.timeIntervalSince1970), forKey: .expiration)
-        try container.encodeIfPresent(notBefore.map { Int64($0.timeIntervalSince1970) }, forKey: .notBefore)
-        try container.encodeIfPresent(issuedAt.map { Int64($0.timeIntervalSince1970) }, forKey: .issuedAt)
+        func seconds(_ date: Date) -> Int64 {
+            Int64(min(max(date.timeIntervalSince1970, Self.timeRange.lowerBound), Self.timeRange.upperBound))
+        }
+        try container.encode(seconds(expiration), forKey: .expiration)
+        try container.encodeIfPresent(notBefore.map(seconds), forKey: .notBefore)
+        try container.encodeIfPresent(issuedAt.map(seconds), forKey: .issuedAt)
     }
 
     /// Time checks are done by ``TokenVerifier`` with a leeway; the signature is all this checks.
@@ -78,12 +99,11 @@ public struct Permissions: OptionSet, Sendable {
     public static let download = Permissions(rawValue: 4)
     public static let all: Permissions = [.readDocument, .write, .download]
 
-    /// Parses a `permissions` claim; unknown names are ignored, absent means all three.
-    public init(claim: [String]?) {
-        guard let claim else {
-            self = .all
-            return
-        }
+    /// The names a token writes for every permission.
+    public static let allNames = ["read-document", "write", "download"]
+
+    /// Parses a `permissions` claim; unknown names are ignored.
+    public init(claim: [String]) {
         var permissions: Permissions = []
         for name in claim {
             switch name {

@@ -74,9 +74,15 @@ public struct TokenVerifier: Sendable {
         guard claims.documentID == document else {
             throw ProtocolError(.wrongDocument, "the token is for another document")
         }
+        guard let permissions = claims.permissions else {
+            throw ProtocolError(
+                .invalidToken,
+                "the token has no permissions claim; it must list what it allows, such as "
+                    + #"["read-document", "write", "download"]"#)
+        }
         return ClientIdentity(
             documentID: claims.documentID, layer: claims.layer ?? "", userID: claims.userID,
-            permissions: Permissions(claim: claims.permissions))
+            permissions: Permissions(claim: permissions))
     }
 
     /// The `alg` of a compact JWT's header, if it can be read.

@@ -16,6 +16,13 @@ public final class ServerDatabase: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
         configuration.label = "InstantServer"
+        // Created 0600 before SQLite would create it 0644 (its -wal and -shm take its mode).
+        if !FileManager.default.fileExists(atPath: path) {
+            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path + suffix)
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         // Acknowledged changes must survive a power cut: sync every commit (GRDB's pool
         // leaves its writer at NORMAL).
