@@ -74,12 +74,19 @@ func sync(_ token: String, _ request: SyncRequest) async throws -> SyncResponse 
 
 _ = try await call(.POST, "/api/documents?document_id=bench", token: "bench", body: Data("%PDF-1.7 bench".utf8))
 let token = try await JWTKeys.token(
-    InstantClaims(documentID: "bench", userID: "bench", expiration: Date().addingTimeInterval(3600)),
+    InstantClaims(
+        documentID: "bench", userID: "bench", permissions: Permissions.allNames,
+        expiration: Date().addingTimeInterval(3600)),
     privateKeyPEM: pair.privateKey)
-var revision = try await sync(
+// One client, its change ids increasing over the whole run (a repeated id is a replay).
+let client = "bench-client"
+let first = try await sync(
     token,
-    SyncRequest(baseRevision: 0, changes: [ClientChange(changeId: 0, kind: .create, id: "r", content: note("0"))])
-).revision
+    SyncRequest(
+        clientId: client, baseRevision: 0,
+        changes: [ClientChange(changeId: 0, kind: .create, id: "r", content: note("0"))]))
+var revision = first.revision
+let epoch = first.epoch
 
 // 1. Round trips.
 for _ in 0..<50 { _ = try await call(.GET, "/i/v1/version", token: token) }  // warm up
@@ -91,8 +98,8 @@ for index in 0..<roundTrips {
     let response = try await sync(
         token,
         SyncRequest(
-            baseRevision: revision,
-            changes: [ClientChange(changeId: Int64(index), kind: .update, id: "r", content: note("\(index)"))]))
+            clientId: client, epoch: epoch, baseRevision: revision,
+            changes: [ClientChange(changeId: Int64(index + 1), kind: .update, id: "r", content: note("\(index)"))]))
     precondition(response.results.first?.accepted == true)
     revision = response.revision
 }
@@ -100,10 +107,11 @@ let syncRate = Double(roundTrips) / (now() - start)
 
 // 2. One big push.
 let changes = (0..<batch).map {
-    ClientChange(changeId: Int64($0), kind: .create, id: "b\($0)", content: note("\($0)", page: $0 % 50))
+    ClientChange(
+        changeId: Int64(roundTrips + 1 + $0), kind: .create, id: "b\($0)", content: note("\($0)", page: $0 % 50))
 }
 start = now()
-let bigBody = Data(SyncRequest(baseRevision: revision, changes: changes).jsonBytes())
+let bigBody = Data(SyncRequest(clientId: client, epoch: epoch, baseRevision: revision, changes: changes).jsonBytes())
 let encoded = now()
 let bigReply = try await call(.POST, "/i/v1/documents/bench/sync", token: token, body: bigBody)
 let answered = now()
@@ -114,12 +122,14 @@ precondition(big.results.allSatisfy(\.accepted) && big.changes.count == batch)
 // Baseline for the codec: Foundation's JSONEncoder/JSONDecoder on the same request and
 // response, both ways as the two sides would use them (encode, then decode).
 start = now()
-let foundationBody = try JSONEncoder().encode(SyncRequest(baseRevision: revision, changes: changes))
+let foundationBody = try JSONEncoder().encode(
+    SyncRequest(clientId: client, epoch: epoch, baseRevision: revision, changes: changes))
 _ = try JSONDecoder().decode(SyncRequest.self, from: foundationBody)
 _ = try JSONDecoder().decode(SyncResponse.self, from: try JSONEncoder().encode(big))
 let foundationCodec = now() - start
 start = now()
-_ = try SyncRequest(jsonData: SyncRequest(baseRevision: revision, changes: changes).jsonBytes())
+_ = try SyncRequest(
+    jsonData: SyncRequest(clientId: client, epoch: epoch, baseRevision: revision, changes: changes).jsonBytes())
 _ = try SyncResponse(jsonData: big.jsonBytes())
 let ourCodec = now() - start
 revision = big.revision
@@ -137,8 +147,11 @@ for index in 0..<listens {
     revision = try await sync(
         token,
         SyncRequest(
-            baseRevision: revision,
-            changes: [ClientChange(changeId: Int64(index), kind: .update, id: "r", content: note("l\(index)"))])
+            clientId: client, epoch: epoch, baseRevision: revision,
+            changes: [
+                ClientChange(
+                    changeId: Int64(roundTrips + batch + 1 + index), kind: .update, id: "r", content: note("l\(index)"))
+            ])
     ).revision
     latencies.append(try await listener.value - written)
 }

@@ -27,6 +27,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case oldClient
     /// 400: the client speaks a newer protocol than the server supports.
     case oldServer
+    /// 409: the client's `epoch` is not the layer's (it was deleted and created again), or
+    /// its `baseRevision` is above the layer's: take a snapshot, apply the pending changes
+    /// on top, and sync from there.
+    case resetRequired
     /// 416: the `Range` cannot be satisfied.
     case rangeNotSatisfiable
     /// 500: the server failed; the message says what it could.
@@ -38,7 +42,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .missingToken: 401
         case .invalidToken, .tokenExpired, .wrongDocument, .permissionDenied: 403
         case .notFound: 404
-        case .alreadyExists: 409
+        case .alreadyExists, .resetRequired: 409
         case .invalidRequest, .invalidAnnotation, .oldServer: 400
         case .payloadLimitExceeded: 413
         case .oldClient: 426

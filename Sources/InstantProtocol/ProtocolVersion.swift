@@ -7,9 +7,12 @@ public enum ProtocolVersion {
     /// The request header that carries the client's protocol version.
     public static let header = "Instant-Protocol-Version"
     /// The version this build speaks.
-    public static let current = 1
-    /// The oldest client version this build still serves.
-    public static let minimumSupported = 1
+    ///
+    /// 2: idempotent sync (`clientId`, replayed changes answered, never applied twice),
+    /// layer epochs and `resetRequired`.
+    public static let current = 2
+    /// The oldest client version this build still serves (version 1 sent no `clientId`).
+    public static let minimumSupported = 2
 
     /// Checks a client's version against what this build serves.
     public static func check(client: Int) throws(ProtocolError) {

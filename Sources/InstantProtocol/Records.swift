@@ -20,10 +20,13 @@ public struct AnnotationRecord: Sendable, Equatable, JSONRepresentable {
 /// `GET /i/v1/documents/{id}/layers/{layer}/snapshot`: every record and the revision they
 /// belong to.
 public struct LayerSnapshot: Sendable, Equatable, JSONRepresentable {
+    /// The layer's epoch: it changes when the layer is deleted and created again.
+    public var epoch: String
     public var revision: Int64
     public var records: [AnnotationRecord]
 
-    public init(revision: Int64, records: [AnnotationRecord]) {
+    public init(epoch: String, revision: Int64, records: [AnnotationRecord]) {
+        self.epoch = epoch
         self.revision = revision
         self.records = records
     }
@@ -32,10 +35,13 @@ public struct LayerSnapshot: Sendable, Equatable, JSONRepresentable {
 /// `GET …/listen?revision=N&timeout=S`: returns when the layer passes revision `N`, or
 /// after `S` seconds with `changed = false`.
 public struct ListenResponse: Sendable, Equatable, JSONRepresentable {
+    /// The layer's epoch: it changes when the layer is deleted and created again.
+    public var epoch: String
     public var revision: Int64
     public var changed: Bool
 
-    public init(revision: Int64, changed: Bool) {
+    public init(epoch: String, revision: Int64, changed: Bool) {
+        self.epoch = epoch
         self.revision = revision
         self.changed = changed
     }
@@ -65,22 +71,26 @@ extension LayerSnapshot {
     public init(json: JSONValue) throws(ProtocolError) {
         let fields = try JSONFields(json)
         self.init(
-            revision: try fields.required("revision", .integer),
+            epoch: try fields.required("epoch", .string), revision: try fields.required("revision", .integer),
             records: try fields.array("records") { value, path throws(ProtocolError) in
                 try AnnotationRecord(json: value, path: path)
             })
     }
 
     public var json: JSONValue {
-        .object(["revision": .integer(revision), "records": .array(records.map(\.json))])
+        .object(["epoch": .string(epoch), "revision": .integer(revision), "records": .array(records.map(\.json))])
     }
 }
 
 extension ListenResponse {
     public init(json: JSONValue) throws(ProtocolError) {
         let fields = try JSONFields(json)
-        self.init(revision: try fields.required("revision", .integer), changed: try fields.required("changed", .bool))
+        self.init(
+            epoch: try fields.required("epoch", .string), revision: try fields.required("revision", .integer),
+            changed: try fields.required("changed", .bool))
     }
 
-    public var json: JSONValue { .object(["revision": .integer(revision), "changed": .bool(changed)]) }
+    public var json: JSONValue {
+        .object(["epoch": .string(epoch), "revision": .integer(revision), "changed": .bool(changed)])
+    }
 }

@@ -21,13 +21,26 @@ public struct ClientChange: Sendable, Equatable, JSONRepresentable {
     }
 }
 
-/// `POST /i/v1/documents/{id}/layers/{layer}/sync`.
+/// `POST /i/v1/documents/{id}/sync`.
+///
+/// A sync may be sent again unchanged when its response was lost: the server remembers,
+/// per layer and ``clientId``, the verdict on every ``ClientChange/changeId`` it decided,
+/// answers a replayed change with that verdict, and never applies it twice.
 public struct SyncRequest: Sendable, Equatable, JSONRepresentable {
+    /// The sending client's identity for this layer: random, kept with the local layer
+    /// (1 to 128 characters). A client never conflicts with its own earlier changes.
+    public var clientId: String
+    /// The layer's epoch the client last saw (from a snapshot, sync or listen response);
+    /// required once `baseRevision` is above 0.
+    public var epoch: String?
     /// The last revision the client has seen (0 for none).
     public var baseRevision: Int64
+    /// Increasing `changeId`s; no two alike in one request.
     public var changes: [ClientChange]
 
-    public init(baseRevision: Int64, changes: [ClientChange]) {
+    public init(clientId: String, epoch: String? = nil, baseRevision: Int64, changes: [ClientChange]) {
+        self.clientId = clientId
+        self.epoch = epoch
         self.baseRevision = baseRevision
         self.changes = changes
     }
@@ -89,6 +102,8 @@ public struct ServerChange: Sendable, Equatable, JSONRepresentable {
 
 /// The answer to a ``SyncRequest``.
 public struct SyncResponse: Sendable, Equatable, JSONRepresentable {
+    /// The layer's epoch: it changes when the layer is deleted and created again.
+    public var epoch: String
     /// The layer's revision after this sync.
     public var revision: Int64
     /// One result per change sent, in order.
@@ -97,7 +112,8 @@ public struct SyncResponse: Sendable, Equatable, JSONRepresentable {
     /// ordered by revision.
     public var changes: [ServerChange]
 
-    public init(revision: Int64, results: [ChangeResult], changes: [ServerChange]) {
+    public init(epoch: String, revision: Int64, results: [ChangeResult], changes: [ServerChange]) {
+        self.epoch = epoch
         self.revision = revision
         self.results = results
         self.changes = changes
@@ -128,6 +144,7 @@ extension SyncRequest {
     public init(json: JSONValue) throws(ProtocolError) {
         let fields = try JSONFields(json)
         self.init(
+            clientId: try fields.required("clientId", .string), epoch: try fields.optional("epoch", .string),
             baseRevision: try fields.required("baseRevision", .integer),
             changes: try fields.array("changes") { value, path throws(ProtocolError) in
                 try ClientChange(json: value, path: path)
@@ -135,7 +152,10 @@ extension SyncRequest {
     }
 
     public var json: JSONValue {
-        .object(["baseRevision": .integer(baseRevision), "changes": .array(changes.map(\.json))])
+        .object(omittingNil: [
+            "clientId": .string(clientId), "epoch": epoch.map { .string($0) },
+            "baseRevision": .integer(baseRevision), "changes": .array(changes.map(\.json)),
+        ])
     }
 }
 
@@ -181,7 +201,7 @@ extension SyncResponse {
     public init(json: JSONValue) throws(ProtocolError) {
         let fields = try JSONFields(json)
         self.init(
-            revision: try fields.required("revision", .integer),
+            epoch: try fields.required("epoch", .string), revision: try fields.required("revision", .integer),
             results: try fields.array("results") { value, path throws(ProtocolError) in
                 try ChangeResult(json: value, path: path)
             },
@@ -192,7 +212,7 @@ extension SyncResponse {
 
     public var json: JSONValue {
         .object([
-            "revision": .integer(revision), "results": .array(results.map(\.json)),
+            "epoch": .string(epoch), "revision": .integer(revision), "results": .array(results.map(\.json)),
             "changes": .array(changes.map(\.json)),
         ])
     }

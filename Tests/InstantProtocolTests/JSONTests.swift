@@ -112,7 +112,7 @@ struct JSONTests {
 
     @Test func wireTypesReadBackWhatTheyWriteAndCodableAgrees() throws {
         let response = SyncResponse(
-            revision: 7,
+            epoch: "0f3c", revision: 7,
             results: [
                 ChangeResult(changeId: 1, accepted: true),
                 ChangeResult(changeId: 2, accepted: false, reason: .conflict, message: "changed"),
@@ -130,7 +130,7 @@ struct JSONTests {
                 == #"{"accepted":true,"changeId":1}"#)
     }
 
-    @Test func wireTypeErrorsNameTheField() {
+    @Test func wireTypeErrorsNameTheField() throws {
         func message(_ text: String) -> String? {
             do {
                 _ = try SyncRequest(jsonData: Array(text.utf8))
@@ -138,13 +138,19 @@ struct JSONTests {
             } catch { return error.message }
         }
         #expect(message("[]") == "the body must be a JSON object")
-        #expect(message(#"{"changes":[]}"#) == #""baseRevision" is missing"#)
-        #expect(message(#"{"baseRevision":"1","changes":[]}"#) == #""baseRevision" must be a whole number"#)
+        #expect(message(#"{"baseRevision":0,"changes":[]}"#) == #""clientId" is missing"#)
+        #expect(message(#"{"clientId":"c","changes":[]}"#) == #""baseRevision" is missing"#)
+        #expect(
+            message(#"{"clientId":"c","baseRevision":"1","changes":[]}"#) == #""baseRevision" must be a whole number"#)
+        #expect(message(#"{"clientId":"c","epoch":7,"baseRevision":1,"changes":[]}"#)?.contains("epoch") == true)
         #expect(
             message(
-                #"{"baseRevision":1,"changes":[{"changeId":1,"kind":"create","id":"a"},{"changeId":2,"kind":"x","id":"b"}]}"#
+                #"{"clientId":"c","baseRevision":1,"changes":[{"changeId":1,"kind":"create","id":"a"},{"changeId":2,"kind":"x","id":"b"}]}"#
             )
                 == #""changes[1].kind" must be one of create, update, delete"#)
-        #expect(message(#"{"baseRevision":1,"changes":[7]}"#) == #""changes[0]" must be a JSON object"#)
+        #expect(
+            message(#"{"clientId":"c","baseRevision":1,"changes":[7]}"#) == #""changes[0]" must be a JSON object"#)
+        let request = SyncRequest(clientId: "c", epoch: "e", baseRevision: 3, changes: [])
+        #expect(try SyncRequest(jsonData: request.jsonBytes()) == request)
     }
 }

@@ -10,10 +10,10 @@ import Testing
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
             let seed = try await server.token(document: "d", user: "seed")
-            _ = try await server.sync(
+            let seeded = try await server.sync(
                 "d", token: seed,
                 SyncRequest(
-                    baseRevision: 0,
+                    clientId: "seed", baseRevision: 0,
                     changes: [ClientChange(changeId: 0, kind: .create, id: "shared", content: annotation("s"))]))
             let clients = 50
             let responses = try await withThrowingTaskGroup(of: (Int, SyncResponse).self) { group in
@@ -23,7 +23,7 @@ import Testing
                         let response = try await server.sync(
                             "d", token: token,
                             SyncRequest(
-                                baseRevision: 1,
+                                clientId: "u\(index)", epoch: seeded.epoch, baseRevision: 1,
                                 changes: [
                                     ClientChange(
                                         changeId: 1, kind: .create, id: "own-\(index)", content: annotation("\(index)")),
@@ -53,7 +53,9 @@ import Testing
                 for change in response.changes { view[change.id] = change.content }
                 let token = try await server.token(document: "d", user: "u\(index)")
                 let next = try await server.sync(
-                    "d", token: token, SyncRequest(baseRevision: response.revision, changes: []))
+                    "d", token: token,
+                    SyncRequest(
+                        clientId: "u\(index)", epoch: response.epoch, baseRevision: response.revision, changes: []))
                 for change in next.changes { view[change.id] = change.deleted ? nil : change.content }
                 #expect(next.revision == truth.revision)
                 #expect(view == Dictionary(uniqueKeysWithValues: truth.records.map { ($0.id, $0.content) }))

@@ -11,8 +11,9 @@ import Testing
             let created = try await server.sync(
                 "d", token: ana,
                 SyncRequest(
-                    baseRevision: 0,
+                    clientId: "ana", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("one"))]))
+            let epoch = created.epoch
             #expect(created.revision == 1 && created.results == [ChangeResult(changeId: 1, accepted: true)])
             #expect(created.changes.map(\.id) == ["a"] && created.changes.first?.createdBy == "ana")
             // Unknown keys are kept.
@@ -22,13 +23,13 @@ import Testing
             let bobs = try await server.sync(
                 "d", token: bob,
                 SyncRequest(
-                    baseRevision: 1,
+                    clientId: "bob", epoch: epoch, baseRevision: 1,
                     changes: [ClientChange(changeId: 7, kind: .update, id: "a", content: annotation("bob"))]))
             #expect(bobs.results.first?.accepted == true && bobs.revision == 2)
             let anas = try await server.sync(
                 "d", token: ana,
                 SyncRequest(
-                    baseRevision: 1,
+                    clientId: "ana", epoch: epoch, baseRevision: 1,
                     changes: [
                         ClientChange(changeId: 2, kind: .update, id: "a", content: annotation("ana")),
                         ClientChange(changeId: 3, kind: .create, id: "a", content: annotation("again")),
@@ -51,7 +52,9 @@ import Testing
             let reader = try await server.token(document: "d", permissions: ["read-document"])
             let refused = try await server.sync(
                 "d", token: reader,
-                SyncRequest(baseRevision: 3, changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
+                SyncRequest(
+                    clientId: "reader", epoch: epoch, baseRevision: 3,
+                    changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
             #expect(refused.results.first?.reason == .permissionDenied && refused.revision == 3)
         }
     }
@@ -71,7 +74,8 @@ import Testing
             _ = try await server.sync(
                 "d", token: review,
                 SyncRequest(
-                    baseRevision: snapshot.revision, changes: [ClientChange(changeId: 1, kind: .delete, id: "base")]))
+                    clientId: "review", epoch: snapshot.epoch, baseRevision: snapshot.revision,
+                    changes: [ClientChange(changeId: 1, kind: .delete, id: "base")]))
             let base = try await server.api(.GET, "/documents/d/annotations").json([String: [AnnotationRecord]].self)
             #expect(base["data"]?.map(\.id) == ["base"])
             let layers = try await server.api(.GET, "/documents/d/layers").json([String: [String]].self)
@@ -127,20 +131,26 @@ import Testing
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d")
             let idle = try await server.client(.GET, "d", "listen?revision=0&timeout=0.2", token: token)
-            #expect(try idle.json(ListenResponse.self) == ListenResponse(revision: 0, changed: false))
+            let quiet = try idle.json(ListenResponse.self)
+            #expect(quiet.revision == 0 && !quiet.changed && !quiet.epoch.isEmpty)
             async let woken = server.client(.GET, "d", "listen?revision=0&timeout=5", token: token)
             try await Task.sleep(for: .milliseconds(200))
             _ = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    baseRevision: 0,
+                    clientId: "writer", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n"))]))
-            #expect(try await woken.json(ListenResponse.self) == ListenResponse(revision: 1, changed: true))
+            #expect(
+                try await woken.json(ListenResponse.self)
+                    == ListenResponse(epoch: quiet.epoch, revision: 1, changed: true))
             let behind = try await server.client(.GET, "d", "listen?revision=0", token: token)
             #expect(try behind.json(ListenResponse.self).changed)
-            // A client ahead of the server (its data was reset) learns the real revision.
-            let ahead = try await server.client(.GET, "d", "listen?revision=9&timeout=0.1", token: token)
-            #expect(try ahead.json(ListenResponse.self) == ListenResponse(revision: 1, changed: false))
+            // A client ahead of the server (its data was reset), or with another epoch, must
+            // take a snapshot: it is told so at once.
+            let ahead = try await server.client(.GET, "d", "listen?revision=9&timeout=5", token: token)
+            #expect(ahead.status == 409 && ahead.errorCode == "resetRequired")
+            let stale = try await server.client(.GET, "d", "listen?revision=0&epoch=0000&timeout=5", token: token)
+            #expect(stale.status == 409 && stale.errorCode == "resetRequired")
         }
     }
 }

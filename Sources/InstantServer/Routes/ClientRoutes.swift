@@ -38,6 +38,13 @@ struct ClientRoutes {
         try identity.require(.readDocument, for: "syncing")
         let body = try await request.decodeJSON(SyncRequest.self, limit: server.configuration.maxPayloadSize)
         guard body.baseRevision >= 0 else { throw ProtocolError(.invalidRequest, "baseRevision must not be negative") }
+        guard (1...128).contains(body.clientId.utf8.count) else {
+            throw ProtocolError(.invalidRequest, "clientId must be 1 to 128 bytes")
+        }
+        var seen = Set<Int64>()
+        for change in body.changes where !seen.insert(change.changeId).inserted {
+            throw ProtocolError(.invalidRequest, "changeId \(change.changeId) appears twice in one sync")
+        }
         for change in body.changes { try checkIdentifier(change.id, "annotation id") }
         let (layer, response) = try server.database.sync(
             document: identity.documentID, layer: identity.layer, request: body, identity: identity)
@@ -45,9 +52,11 @@ struct ClientRoutes {
         return JSONResponse.make(response)
     }
 
-    /// `GET …/listen?revision=N&timeout=S`: returns once the layer passes revision N, or after
-    /// S seconds (default 30, at most the server's maximum) with `changed: false` and the
-    /// layer's revision. A graceful shutdown ends waiting listeners at once, the same way.
+    /// `GET …/listen?revision=N&epoch=E&timeout=S`: returns once the layer passes revision N,
+    /// or after S seconds (default 30, at most the server's maximum) with `changed: false`
+    /// and the layer's revision. A graceful shutdown ends waiting listeners at once, the
+    /// same way. An epoch that is not the layer's, or N above its revision, gets
+    /// `resetRequired`.
     @Sendable func listen(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "listening")
@@ -61,8 +70,10 @@ struct ClientRoutes {
         }
         let timeout = min(requested, Double(server.configuration.maximumListenTimeout))
         let layer = try server.database.layerRef(document: identity.documentID, layer: identity.layer)
+        // A cursor the layer cannot have given (a re-created layer, a future revision).
+        try ServerDatabase.checkCursor(epoch: query["epoch"].map(String.init), revision: after, of: layer)
         if layer.revision > after {
-            return JSONResponse.make(ListenResponse(revision: layer.revision, changed: true))
+            return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: layer.revision, changed: true))
         }
         let notifier = server.notifier
         let woken = await withGracefulShutdownHandler {
@@ -70,9 +81,11 @@ struct ClientRoutes {
         } onGracefulShutdown: {
             Task { await notifier.close() }
         }
-        if let woken { return JSONResponse.make(ListenResponse(revision: woken, changed: true)) }
-        let now = try server.database.layerRef(document: identity.documentID, layer: identity.layer).revision
-        return JSONResponse.make(ListenResponse(revision: now, changed: now > after))
+        if let woken { return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true)) }
+        let now = try server.database.layerRef(document: identity.documentID, layer: identity.layer)
+        try ServerDatabase.checkCursor(epoch: layer.epoch, revision: 0, of: now)
+        return JSONResponse.make(
+            ListenResponse(epoch: now.epoch, revision: now.revision, changed: now.revision > after))
     }
 }
 

@@ -6,6 +6,8 @@ import InstantProtocol
 struct LayerRef: Sendable, Equatable {
     var id: Int64
     var revision: Int64
+    /// Random, new each time the layer is created: see ``LayerSnapshot/epoch``.
+    var epoch: String
 }
 
 extension ServerDatabase {
@@ -23,7 +25,10 @@ extension ServerDatabase {
                 sql: "INSERT INTO document (identifier, sha256, size, title, createdAt) VALUES (?, ?, ?, ?, ?)",
                 arguments: [identifier.blob, sha256, size, title, now])
             try db.execute(
-                sql: "INSERT INTO layer (documentId, name, revision, createdAt) VALUES (?, ?, 0, ?)",
+                sql: """
+                    INSERT INTO layer (documentId, name, revision, createdAt, epoch)
+                    VALUES (?, ?, 0, ?, lower(hex(randomblob(8))))
+                    """,
                 arguments: [db.lastInsertedRowID, "".blob, now])
             return DocumentInfo(
                 documentId: identifier, sha256: sha256, size: size, title: title, createdAt: now, layers: [""])
@@ -82,9 +87,10 @@ extension ServerDatabase {
         guard let documentID = try documentID(document, in: db) else {
             throw ProtocolError(.notFound, "no document with this document_id")
         }
-        let select = try db.cachedStatement(sql: "SELECT id, revision FROM layer WHERE documentId = ? AND name = ?")
+        let select = try db.cachedStatement(
+            sql: "SELECT id, revision, epoch FROM layer WHERE documentId = ? AND name = ?")
         if let row = try Row.fetchOne(select, arguments: [documentID, name.blob]) {
-            return LayerRef(id: row[0], revision: row[1])
+            return LayerRef(id: row[0], revision: row[1], epoch: row[2])
         }
         guard create else { throw ProtocolError(.notFound, "the document has no layer with this name") }
         guard let base = try Row.fetchOne(select, arguments: [documentID, "".blob]) else {
@@ -96,16 +102,20 @@ extension ServerDatabase {
                 db, sql: "SELECT COUNT(*) FROM record WHERE layerId = ? AND deleted = 0", arguments: [baseID]) ?? 0
         let revision: Int64 = copied > 0 ? 1 : 0
         try db.execute(
-            sql: "INSERT INTO layer (documentId, name, revision, createdAt) VALUES (?, ?, ?, ?)",
+            sql: """
+                INSERT INTO layer (documentId, name, revision, createdAt, epoch)
+                VALUES (?, ?, ?, ?, lower(hex(randomblob(8))))
+                """,
             arguments: [documentID, name.blob, revision, Date()])
         let id = db.lastInsertedRowID
+        let epoch = try String.fetchOne(db, sql: "SELECT epoch FROM layer WHERE id = ?", arguments: [id]) ?? ""
         try db.execute(
             sql: """
                 INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted)
                 SELECT ?, annotationId, content, createdBy, updatedBy, 1, 0 FROM record
                 WHERE layerId = ? AND deleted = 0
                 """, arguments: [id, baseID])
-        return LayerRef(id: id, revision: revision)
+        return LayerRef(id: id, revision: revision, epoch: epoch)
     }
 
     /// Creates a named layer as a copy of the default layer; `alreadyExists` if it exists.
@@ -155,7 +165,7 @@ extension ServerDatabase {
                 id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),
                 createdBy: row[2], updatedBy: row[3])
         }
-        return (ref, LayerSnapshot(revision: ref.revision, records: records))
+        return (ref, LayerSnapshot(epoch: ref.epoch, revision: ref.revision, records: records))
     }
 }
 

@@ -8,6 +8,9 @@ struct WriteAuthority {
     var userID: String?
     /// The client's `baseRevision`; nil for the backend API, whose writes always win.
     var baseRevision: Int64?
+    /// The client's id; nil for the backend API. Its changes' verdicts are remembered, and
+    /// its own earlier writes never count as "changed since your base".
+    var clientID: String?
     var canWrite: Bool = true
     /// A `create` of a live record replaces it (an Instant JSON import), decided inside
     /// the transaction so a concurrent write cannot turn it into a refusal.
@@ -15,15 +18,31 @@ struct WriteAuthority {
 }
 
 extension ServerDatabase {
+    /// How long the verdicts on a client's changes are kept, so a sync whose response was
+    /// lost can be sent again and get them: 7 days (docs/PROTOCOL.md).
+    static let replayWindow: TimeInterval = 7 * 86400
+
     /// Applies a client's changes in order, first come first win, and returns the verdicts,
     /// the new revision and every change since the client's base revision: one transaction.
+    ///
+    /// A change this client sent before (same `clientId` and `changeId`) gets its recorded
+    /// verdict and is not applied again. A base above the layer's revision, or an epoch
+    /// that is not the layer's, is refused with `resetRequired`.
     func sync(document: String, layer name: String, request: SyncRequest, identity: ClientIdentity) throws -> (
         LayerRef, SyncResponse
     ) {
         try write { db in
             let ref = try layer(document: document, name: name, create: true, in: db)
+            try Self.checkCursor(epoch: request.epoch, revision: request.baseRevision, of: ref)
+            if request.baseRevision > 0 && request.epoch == nil {
+                throw ProtocolError(
+                    .invalidRequest, "a sync from revision \(request.baseRevision) must send the epoch it came with")
+            }
+            try db.execute(
+                sql: "DELETE FROM appliedChange WHERE layerId = ? AND appliedAt < ?",
+                arguments: [ref.id, Date().addingTimeInterval(-Self.replayWindow)])
             let authority = WriteAuthority(
-                userID: identity.userID, baseRevision: request.baseRevision,
+                userID: identity.userID, baseRevision: request.baseRevision, clientID: request.clientId,
                 canWrite: identity.permissions.contains(.write))
             let (results, revision) = try apply(request.changes, to: ref, authority: authority, in: db)
             let changes = try Row.fetchAll(
@@ -40,8 +59,8 @@ extension ServerDatabase {
                     createdBy: row[4], updatedBy: row[5])
             }
             return (
-                LayerRef(id: ref.id, revision: revision),
-                SyncResponse(revision: revision, results: results, changes: changes)
+                LayerRef(id: ref.id, revision: revision, epoch: ref.epoch),
+                SyncResponse(epoch: ref.epoch, revision: revision, results: results, changes: changes)
             )
         }
     }
@@ -58,7 +77,21 @@ extension ServerDatabase {
             let ref = try layer(document: document, name: name, create: false, in: db)
             let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
             let (results, revision) = try apply(changes, to: ref, authority: authority, in: db)
-            return (LayerRef(id: ref.id, revision: revision), results)
+            return (LayerRef(id: ref.id, revision: revision, epoch: ref.epoch), results)
+        }
+    }
+
+    /// Refuses a client cursor the layer cannot have given: an epoch not the layer's (it
+    /// was deleted and created again since), or a revision above the layer's.
+    static func checkCursor(epoch: String?, revision: Int64, of ref: LayerRef) throws {
+        if let epoch, epoch != ref.epoch {
+            throw ProtocolError(
+                .resetRequired,
+                "the layer was created again since epoch \(epoch) (it is now \(ref.epoch)): take a snapshot")
+        }
+        if revision > ref.revision {
+            throw ProtocolError(
+                .resetRequired, "revision \(revision) is past the layer's \(ref.revision): take a snapshot")
         }
     }
 
@@ -96,16 +129,39 @@ extension ServerDatabase {
         var results: [ChangeResult] = []
         results.reserveCapacity(changes.count)
         let select = try db.cachedStatement(
-            sql: "SELECT revision, deleted, createdBy FROM record WHERE layerId = ? AND annotationId = ?")
+            sql: "SELECT revision, deleted, createdBy, writer FROM record WHERE layerId = ? AND annotationId = ?")
+        let recorded = try db.cachedStatement(
+            sql:
+                "SELECT accepted, reason, message FROM appliedChange WHERE layerId = ? AND clientId = ? AND changeId = ?"
+        )
+        let remember = try db.cachedStatement(
+            sql: """
+                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, appliedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
+        let now = Date()
+        var replayed = Set<Int64>()
         let upsert = try db.cachedStatement(
             sql: """
-                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (layerId, annotationId) DO UPDATE SET
                     content = excluded.content, createdBy = excluded.createdBy,
-                    updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted
+                    updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted,
+                    writer = excluded.writer
                 """)
         for change in changes {
+            if let client = authority.clientID,
+                let row = try Row.fetchOne(recorded, arguments: [ref.id, client, change.changeId])
+            {
+                // Sent before, and decided: the same verdict, not applied again.
+                results.append(
+                    ChangeResult(
+                        changeId: change.changeId, accepted: row[0],
+                        reason: (row[1] as String?).flatMap(RejectionReason.init(rawValue:)), message: row[2]))
+                replayed.insert(change.changeId)
+                continue
+            }
             func reject(_ reason: RejectionReason, _ message: String) {
                 results.append(
                     ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
@@ -120,6 +176,8 @@ extension ServerDatabase {
                 guard let base = authority.baseRevision, let existing, !touched.contains(change.id) else {
                     return false
                 }
+                // A client never conflicts with itself: its own earlier write is no news.
+                if let client = authority.clientID, (existing[3] as String?) == client { return false }
                 return (existing[0] as Int64) > base
             }()
             var content: String?
@@ -156,9 +214,19 @@ extension ServerDatabase {
             }
             try upsert.execute(arguments: [
                 ref.id, change.id.blob, content, createdBy, authority.userID, next, change.kind == .delete,
+                authority.clientID,
             ])
             touched.insert(change.id)
             results.append(ChangeResult(changeId: change.changeId, accepted: true))
+        }
+        // Every new verdict is kept (rejections too: a replay must not be applied later,
+        // when it might no longer lose), in this same transaction.
+        if let client = authority.clientID {
+            for result in results where !replayed.contains(result.changeId) {
+                try remember.execute(arguments: [
+                    ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message, now,
+                ])
+            }
         }
         guard !touched.isEmpty else { return (results, ref.revision) }
         try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])

@@ -61,6 +61,26 @@ public final class ServerDatabase: Sendable {
             }
             try db.create(index: "record_by_revision", on: "record", columns: ["layerId", "revision"])
         }
+        migrator.registerMigration("server-v2") { db in
+            // Protocol 2. A layer's epoch is random, new whenever the layer is (re)created.
+            try db.alter(table: "layer") { t in t.add(column: "epoch", .text).notNull().defaults(to: "") }
+            try db.execute(sql: "UPDATE layer SET epoch = lower(hex(randomblob(8)))")
+            // The client that last wrote a record (NULL: the backend API): "changed since
+            // your base" means by another writer.
+            try db.alter(table: "record") { t in t.add(column: "writer", .text) }
+            // The verdict on every change a client sent, so a replay gets it again.
+            try db.create(table: "appliedChange", options: .withoutRowID) { t in
+                t.belongsTo("layer", onDelete: .cascade).notNull()
+                t.column("clientId", .text).notNull()
+                t.column("changeId", .integer).notNull()
+                t.column("accepted", .boolean).notNull()
+                t.column("reason", .text)
+                t.column("message", .text)
+                t.column("appliedAt", .datetime).notNull()
+                t.primaryKey(["layerId", "clientId", "changeId"])
+            }
+            try db.create(index: "appliedChange_age", on: "appliedChange", columns: ["layerId", "appliedAt"])
+        }
         return migrator
     }
 

@@ -1,0 +1,153 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+/// Protocol 2: a sync whose response was lost can be sent again and gives the same
+/// outcome; a client never conflicts with itself; a cursor the layer cannot have given
+/// (another epoch, a future revision) gets `resetRequired`.
+@Suite struct IdempotentSyncTests {
+    /// The review's case: `x = B` accepted but its response lost, the user edits `x = C`,
+    /// and the retry carries both. Before protocol 2 both came back `conflict` and C was lost.
+    @Test func aRetryAfterALostResponseKeepsTheUsersLatestEdit() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d", user: "ana")
+            let created = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "ana-1", baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A"))]))
+            #expect(created.revision == 1)
+            let lost = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "ana-1", epoch: created.epoch, baseRevision: 1,
+                    changes: [ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))]))
+            #expect(lost.revision == 2)  // the client never sees this answer
+            let retry = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "ana-1", epoch: created.epoch, baseRevision: 1,
+                    changes: [
+                        ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B")),
+                        ClientChange(changeId: 3, kind: .update, id: "x", content: annotation("C")),
+                    ]))
+            #expect(retry.results.map(\.accepted) == [true, true], "\(retry.results)")
+            #expect(retry.revision == 3, "B was not applied twice")
+            let truth = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(truth.records.first { $0.id == "x" }?.content["text"] == .string("C"))
+
+            // Another writer's change since the base still conflicts.
+            let bob = try await server.token(document: "d", user: "bob")
+            _ = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-1", epoch: created.epoch, baseRevision: 3,
+                    changes: [ClientChange(changeId: 1, kind: .update, id: "x", content: annotation("bob"))]))
+            let stale = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "ana-1", epoch: created.epoch, baseRevision: 3,
+                    changes: [ClientChange(changeId: 4, kind: .update, id: "x", content: annotation("D"))]))
+            #expect(stale.results.first?.reason == .conflict)
+        }
+    }
+
+    /// Creates, deletes and rejections replayed, also after a restart: the same verdicts,
+    /// nothing applied twice, and a rejection stays one.
+    @Test func replaysGetTheirFirstVerdictAlsoAfterARestart() async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let first = SyncRequest(
+            clientId: "c", baseRevision: 0,
+            changes: [
+                ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("a")),
+                ClientChange(changeId: 2, kind: .create, id: "a", content: annotation("again")),  // rejected
+                ClientChange(changeId: 3, kind: .create, id: "b", content: annotation("b")),
+                ClientChange(changeId: 4, kind: .delete, id: "b"),
+            ])
+        let (original, epoch) = try await TestServer.with(dataDirectory: data) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let original = try await server.sync("d", token: token, first)
+            let replay = try await server.sync("d", token: token, first)
+            #expect(replay.results == original.results && replay.revision == original.revision)
+            return (original, original.epoch)
+        }
+        #expect(original.results.map(\.accepted) == [true, false, true, true])
+        try await TestServer.with(dataDirectory: data) { server in
+            let token = try await server.token(document: "d")
+            // "a" is deleted by someone else; the rejected create of "a" would now succeed,
+            // but a replay is not a new change: it keeps its verdict.
+            let other = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "other", epoch: epoch, baseRevision: 1,
+                    changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
+            let replay = try await server.sync("d", token: token, first)
+            #expect(replay.results == original.results, "after a restart too")
+            #expect(replay.revision == other.revision)
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.records.isEmpty && snapshot.epoch == epoch)
+        }
+    }
+
+    @Test func duplicateChangeIdsInOneSyncAreRefused() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let twice = try await server.client(
+                .POST, "d", "sync", token: token,
+                body: Data(
+                    SyncRequest(
+                        clientId: "c", baseRevision: 0,
+                        changes: [
+                            ClientChange(changeId: 5, kind: .create, id: "a", content: annotation("a")),
+                            ClientChange(changeId: 5, kind: .create, id: "b", content: annotation("b")),
+                        ]
+                    ).jsonBytes()))
+            #expect(twice.status == 400 && twice.errorCode == "invalidRequest")
+            #expect(String(decoding: twice.body, as: UTF8.self).contains("appears twice"))
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.records.isEmpty, "nothing of a refused request is applied")
+        }
+    }
+
+    /// A layer deleted and created again is a new layer: a client of the old one, and a
+    /// client from the future, are told to reset instead of diverging silently.
+    @Test func aRecreatedLayerOrAFutureBaseRequiresAReset() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).status == 201)
+            let token = try await server.token(document: "d", layer: "l")
+            let synced = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "c", baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("a"))]))
+            let future = try await server.client(
+                .POST, "d", "sync", token: token,
+                body: Data(
+                    SyncRequest(clientId: "c", epoch: synced.epoch, baseRevision: 99, changes: []).jsonBytes()))
+            #expect(future.status == 409 && future.errorCode == "resetRequired")
+            #expect(try await server.api(.DELETE, "/documents/d/layers/l").status == 204)
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).status == 201)
+            let recreated = try await server.client(
+                .POST, "d", "sync", token: token,
+                body: Data(
+                    SyncRequest(clientId: "c", epoch: synced.epoch, baseRevision: 0, changes: []).jsonBytes()))
+            #expect(recreated.status == 409 && recreated.errorCode == "resetRequired")
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.epoch != synced.epoch)
+            _ = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "c", epoch: snapshot.epoch, baseRevision: 0,
+                    changes: [ClientChange(changeId: 2, kind: .create, id: "b", content: annotation("b"))]))
+            let noEpoch = try await server.client(
+                .POST, "d", "sync", token: token,
+                body: Data(SyncRequest(clientId: "c", baseRevision: 1, changes: []).jsonBytes()))
+            #expect(noEpoch.status == 400, "a sync past revision 0 must say which epoch it came from")
+        }
+    }
+}
