@@ -79,7 +79,7 @@ let token = try await JWTKeys.token(
         expiration: Date().addingTimeInterval(3600)),
     privateKeyPEM: pair.privateKey)
 // One client, its change ids increasing over the whole run (a repeated id is a replay).
-let client = "bench-client"
+let client = "bench-client-0123456789abcdef"
 let first = try await sync(
     token,
     SyncRequest(

@@ -13,7 +13,7 @@ import Testing
             let seeded = try await server.sync(
                 "d", token: seed,
                 SyncRequest(
-                    clientId: "seed", baseRevision: 0,
+                    clientId: "seed-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 0, kind: .create, id: "shared", content: annotation("s"))]))
             let clients = 50
             let responses = try await withThrowingTaskGroup(of: (Int, SyncResponse).self) { group in
@@ -23,7 +23,7 @@ import Testing
                         let response = try await server.sync(
                             "d", token: token,
                             SyncRequest(
-                                clientId: "u\(index)", epoch: seeded.epoch, baseRevision: 1,
+                                clientId: "u\(index)-0123456789abcdef", epoch: seeded.epoch, baseRevision: 1,
                                 changes: [
                                     ClientChange(
                                         changeId: 1, kind: .create, id: "own-\(index)", content: annotation("\(index)")),
@@ -55,7 +55,8 @@ import Testing
                 let next = try await server.sync(
                     "d", token: token,
                     SyncRequest(
-                        clientId: "u\(index)", epoch: response.epoch, baseRevision: response.revision, changes: []))
+                        clientId: "u\(index)-0123456789abcdef", epoch: response.epoch, baseRevision: response.revision,
+                        changes: []))
                 for change in next.changes { view[change.id] = change.deleted ? nil : change.content }
                 #expect(next.revision == truth.revision)
                 #expect(view == Dictionary(uniqueKeysWithValues: truth.records.map { ($0.id, $0.content) }))

@@ -58,7 +58,7 @@ import Testing
         #expect(try await minting.exit().status == 0)
         let readOnly = minting.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         let write = SyncRequest(
-            clientId: "reader", baseRevision: 0,
+            clientId: "reader-0123456789abcdef", baseRevision: 0,
             changes: [
                 ClientChange(
                     changeId: 1, kind: .create, id: "a",

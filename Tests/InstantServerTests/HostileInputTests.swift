@@ -16,22 +16,26 @@ import Testing
             #expect(try await sync(huge).status == 413)
             #expect(try await sync(huge).errorCode == "payloadLimitExceeded")
             #expect(try await sync(Data("{not json".utf8)).errorCode == "invalidRequest")
-            #expect(try await sync(Data(#"{"clientId":"h","baseRevision":"x","changes":[]}"#.utf8)).status == 400)
+            #expect(
+                try await sync(Data(#"{"clientId":"h-0123456789abcdef","baseRevision":"x","changes":[]}"#.utf8)).status
+                    == 400)
             #expect(try await sync(Data(#"{"changes":[]}"#.utf8)).errorCode == "invalidRequest")
             let deep = String(repeating: "[", count: 30_000)  // would overflow a naive recursive parser
-            let tooDeep = try await sync(Data(#"{"clientId":"h","baseRevision":0,"changes":[{"content":\#(deep)"#.utf8))
+            let tooDeep = try await sync(
+                Data(#"{"clientId":"h-0123456789abcdef","baseRevision":0,"changes":[{"content":\#(deep)"#.utf8))
             #expect(tooDeep.errorCode == "invalidRequest")
             #expect(String(decoding: tooDeep.body, as: UTF8.self).contains("deeper than 512"))
-            let twice = try await sync(Data(#"{"clientId":"h","baseRevision":0,"baseRevision":9,"changes":[]}"#.utf8))
+            let twice = try await sync(
+                Data(#"{"clientId":"h-0123456789abcdef","baseRevision":0,"baseRevision":9,"changes":[]}"#.utf8))
             #expect(String(decoding: twice.body, as: UTF8.self).contains("appears twice"))
             let missingBBox =
-                #"{"clientId":"h","baseRevision":0,"changes":[{"changeId":1,"kind":"create","id":"a","content":{"v":2,"type":"t","pageIndex":0}}]}"#
+                #"{"clientId":"h-0123456789abcdef","baseRevision":0,"changes":[{"changeId":1,"kind":"create","id":"a","content":{"v":2,"type":"t","pageIndex":0}}]}"#
             let verdict = try await sync(Data(missingBBox.utf8)).json(SyncResponse.self)
             #expect(verdict.results.first?.reason == .invalidAnnotation)
             #expect(verdict.results.first?.message?.contains("bbox") == true)
             let longID = String(repeating: "é", count: 600)
             let tooLong =
-                #"{"clientId":"h","baseRevision":0,"changes":[{"changeId":1,"kind":"delete","id":"\#(longID)"}]}"#
+                #"{"clientId":"h-0123456789abcdef","baseRevision":0,"changes":[{"changeId":1,"kind":"delete","id":"\#(longID)"}]}"#
             #expect(try await sync(Data(tooLong.utf8)).errorCode == "invalidRequest")
 
             // Hostile identifiers: handled as opaque strings.
@@ -58,7 +62,7 @@ import Testing
             let fine = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "hostile", baseRevision: 0,
+                    clientId: "hostile-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "ok", content: annotation("ok"))]))
             #expect(fine.results.first?.accepted == true)
             #expect(try await server.client(.GET, "d", "pdf", token: token).status == 200)

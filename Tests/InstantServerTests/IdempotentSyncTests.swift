@@ -15,19 +15,19 @@ import Testing
             let created = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "ana-1", baseRevision: 0,
+                    clientId: "ana-1-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A"))]))
             #expect(created.revision == 1)
             let lost = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "ana-1", epoch: created.epoch, baseRevision: 1,
+                    clientId: "ana-1-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
                     changes: [ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))]))
             #expect(lost.revision == 2)  // the client never sees this answer
             let retry = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "ana-1", epoch: created.epoch, baseRevision: 1,
+                    clientId: "ana-1-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
                     changes: [
                         ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B")),
                         ClientChange(changeId: 3, kind: .update, id: "x", content: annotation("C")),
@@ -42,12 +42,12 @@ import Testing
             _ = try await server.sync(
                 "d", token: bob,
                 SyncRequest(
-                    clientId: "bob-1", epoch: created.epoch, baseRevision: 3,
+                    clientId: "bob-1-0123456789abcdef", epoch: created.epoch, baseRevision: 3,
                     changes: [ClientChange(changeId: 1, kind: .update, id: "x", content: annotation("bob"))]))
             let stale = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "ana-1", epoch: created.epoch, baseRevision: 3,
+                    clientId: "ana-1-0123456789abcdef", epoch: created.epoch, baseRevision: 3,
                     changes: [ClientChange(changeId: 4, kind: .update, id: "x", content: annotation("D"))]))
             #expect(stale.results.first?.reason == .conflict)
         }
@@ -59,7 +59,7 @@ import Testing
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: data) }
         let first = SyncRequest(
-            clientId: "c", baseRevision: 0,
+            clientId: "c-0123456789abcdef", baseRevision: 0,
             changes: [
                 ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("a")),
                 ClientChange(changeId: 2, kind: .create, id: "a", content: annotation("again")),  // rejected
@@ -82,7 +82,7 @@ import Testing
             let other = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "other", epoch: epoch, baseRevision: 1,
+                    clientId: "other-0123456789abcdef", epoch: epoch, baseRevision: 1,
                     changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
             let replay = try await server.sync("d", token: token, first)
             #expect(replay.results == original.results, "after a restart too")
@@ -100,7 +100,7 @@ import Testing
                 .POST, "d", "sync", token: token,
                 body: Data(
                     SyncRequest(
-                        clientId: "c", baseRevision: 0,
+                        clientId: "c-0123456789abcdef", baseRevision: 0,
                         changes: [
                             ClientChange(changeId: 5, kind: .create, id: "a", content: annotation("a")),
                             ClientChange(changeId: 5, kind: .create, id: "b", content: annotation("b")),
@@ -123,31 +123,67 @@ import Testing
             let synced = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "c", baseRevision: 0,
+                    clientId: "c-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("a"))]))
             let future = try await server.client(
                 .POST, "d", "sync", token: token,
                 body: Data(
-                    SyncRequest(clientId: "c", epoch: synced.epoch, baseRevision: 99, changes: []).jsonBytes()))
+                    SyncRequest(clientId: "c-0123456789abcdef", epoch: synced.epoch, baseRevision: 99, changes: [])
+                        .jsonBytes()))
             #expect(future.status == 409 && future.errorCode == "resetRequired")
             #expect(try await server.api(.DELETE, "/documents/d/layers/l").status == 204)
             #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).status == 201)
             let recreated = try await server.client(
                 .POST, "d", "sync", token: token,
                 body: Data(
-                    SyncRequest(clientId: "c", epoch: synced.epoch, baseRevision: 0, changes: []).jsonBytes()))
+                    SyncRequest(clientId: "c-0123456789abcdef", epoch: synced.epoch, baseRevision: 0, changes: [])
+                        .jsonBytes()))
             #expect(recreated.status == 409 && recreated.errorCode == "resetRequired")
             let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
             #expect(snapshot.epoch != synced.epoch)
             _ = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "c", epoch: snapshot.epoch, baseRevision: 0,
+                    clientId: "c-0123456789abcdef", epoch: snapshot.epoch, baseRevision: 0,
                     changes: [ClientChange(changeId: 2, kind: .create, id: "b", content: annotation("b"))]))
             let noEpoch = try await server.client(
                 .POST, "d", "sync", token: token,
-                body: Data(SyncRequest(clientId: "c", baseRevision: 1, changes: []).jsonBytes()))
-            #expect(noEpoch.status == 400, "a sync past revision 0 must say which epoch it came from")
+                body: Data(SyncRequest(clientId: "c-0123456789abcdef", baseRevision: 1, changes: []).jsonBytes()))
+            #expect(noEpoch.status == 409, "a cursor without its epoch (protocol 1) cannot be trusted")
+        }
+    }
+
+    /// A change id names one change for ever: sent again with other content it is refused
+    /// (the server would otherwise answer "accepted" and apply nothing). And a client id is
+    /// scoped by the token's user: another user's copy never gets its verdicts.
+    @Test func changeIdsNameOneChangeAndClientIdsBelongToAUser() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let first = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "shared-0123456789abcdef", baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("x"))]))
+            let reused = try await server.client(
+                .POST, "d", "sync", token: ana,
+                body: Data(
+                    SyncRequest(
+                        clientId: "shared-0123456789abcdef", epoch: first.epoch, baseRevision: 1,
+                        changes: [ClientChange(changeId: 1, kind: .create, id: "y", content: annotation("y"))]
+                    ).jsonBytes()))
+            #expect(reused.status == 400 && reused.errorCode == "invalidRequest")
+            let bob = try await server.token(document: "d", user: "bob")
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "shared-0123456789abcdef", epoch: first.epoch, baseRevision: 1,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "y", content: annotation("y"))]))
+            #expect(bobs.results.first?.accepted == true && bobs.revision == 2, "decided afresh, and applied")
+            let short = try await server.client(
+                .POST, "d", "sync", token: bob,
+                body: Data(SyncRequest(clientId: "web", baseRevision: 0, changes: []).jsonBytes()))
+            #expect(short.status == 400, "a client id is at least 16 bytes")
         }
     }
 }

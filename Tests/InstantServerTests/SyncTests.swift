@@ -11,7 +11,7 @@ import Testing
             let created = try await server.sync(
                 "d", token: ana,
                 SyncRequest(
-                    clientId: "ana", baseRevision: 0,
+                    clientId: "ana-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("one"))]))
             let epoch = created.epoch
             #expect(created.revision == 1 && created.results == [ChangeResult(changeId: 1, accepted: true)])
@@ -23,13 +23,13 @@ import Testing
             let bobs = try await server.sync(
                 "d", token: bob,
                 SyncRequest(
-                    clientId: "bob", epoch: epoch, baseRevision: 1,
+                    clientId: "bob-0123456789abcdef", epoch: epoch, baseRevision: 1,
                     changes: [ClientChange(changeId: 7, kind: .update, id: "a", content: annotation("bob"))]))
             #expect(bobs.results.first?.accepted == true && bobs.revision == 2)
             let anas = try await server.sync(
                 "d", token: ana,
                 SyncRequest(
-                    clientId: "ana", epoch: epoch, baseRevision: 1,
+                    clientId: "ana-0123456789abcdef", epoch: epoch, baseRevision: 1,
                     changes: [
                         ClientChange(changeId: 2, kind: .update, id: "a", content: annotation("ana")),
                         ClientChange(changeId: 3, kind: .create, id: "a", content: annotation("again")),
@@ -53,7 +53,7 @@ import Testing
             let refused = try await server.sync(
                 "d", token: reader,
                 SyncRequest(
-                    clientId: "reader", epoch: epoch, baseRevision: 3,
+                    clientId: "reader-0123456789abcdef", epoch: epoch, baseRevision: 3,
                     changes: [ClientChange(changeId: 1, kind: .delete, id: "a")]))
             #expect(refused.results.first?.reason == .permissionDenied && refused.revision == 3)
         }
@@ -74,7 +74,7 @@ import Testing
             _ = try await server.sync(
                 "d", token: review,
                 SyncRequest(
-                    clientId: "review", epoch: snapshot.epoch, baseRevision: snapshot.revision,
+                    clientId: "review-0123456789abcdef", epoch: snapshot.epoch, baseRevision: snapshot.revision,
                     changes: [ClientChange(changeId: 1, kind: .delete, id: "base")]))
             let base = try await server.api(.GET, "/documents/d/annotations").json([String: [AnnotationRecord]].self)
             #expect(base["data"]?.map(\.id) == ["base"])
@@ -138,7 +138,7 @@ import Testing
             _ = try await server.sync(
                 "d", token: token,
                 SyncRequest(
-                    clientId: "writer", baseRevision: 0,
+                    clientId: "writer-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n"))]))
             #expect(
                 try await woken.json(ListenResponse.self)

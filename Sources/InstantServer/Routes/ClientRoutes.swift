@@ -38,8 +38,10 @@ struct ClientRoutes {
         try identity.require(.readDocument, for: "syncing")
         let body = try await request.decodeJSON(SyncRequest.self, limit: server.configuration.maxPayloadSize)
         guard body.baseRevision >= 0 else { throw ProtocolError(.invalidRequest, "baseRevision must not be negative") }
-        guard (1...128).contains(body.clientId.utf8.count) else {
-            throw ProtocolError(.invalidRequest, "clientId must be 1 to 128 bytes")
+        guard (16...128).contains(body.clientId.utf8.count) else {
+            throw ProtocolError(
+                .invalidRequest, "clientId must be 16 to 128 bytes, random and kept with the client's copy of the layer"
+            )
         }
         var seen = Set<Int64>()
         for change in body.changes where !seen.insert(change.changeId).inserted {
@@ -82,7 +84,13 @@ struct ClientRoutes {
             Task { await notifier.close() }
         }
         if let woken { return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true)) }
-        let now = try server.database.layerRef(document: identity.documentID, layer: identity.layer)
+        // Read again without creating: a layer deleted while the listener waited stays gone.
+        let now: LayerRef
+        do {
+            now = try server.database.layerRef(document: identity.documentID, layer: identity.layer, create: false)
+        } catch let error as ProtocolError where error.code == .notFound {
+            throw ProtocolError(.resetRequired, "the layer was deleted while listening: take a snapshot")
+        }
         try ServerDatabase.checkCursor(epoch: layer.epoch, revision: 0, of: now)
         return JSONResponse.make(
             ListenResponse(epoch: now.epoch, revision: now.revision, changed: now.revision > after))

@@ -171,10 +171,10 @@ extension ServerDatabase {
 
 extension ServerDatabase {
     /// The layer's id and revision, creating a named layer on first use.
-    func layerRef(document: String, layer name: String) throws -> LayerRef {
+    func layerRef(document: String, layer name: String, create: Bool = true) throws -> LayerRef {
         do {
             return try read { db in try layer(document: document, name: name, create: false, in: db) }
-        } catch let error as ProtocolError where error.code == .notFound {
+        } catch let error as ProtocolError where error.code == .notFound && create {
             return try write { db in try layer(document: document, name: name, create: true, in: db) }
         }
     }

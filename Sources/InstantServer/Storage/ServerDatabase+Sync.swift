@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import InstantProtocol
@@ -35,14 +36,23 @@ extension ServerDatabase {
             let ref = try layer(document: document, name: name, create: true, in: db)
             try Self.checkCursor(epoch: request.epoch, revision: request.baseRevision, of: ref)
             if request.baseRevision > 0 && request.epoch == nil {
+                // A cursor without an epoch (saved under protocol 1): it cannot be trusted.
                 throw ProtocolError(
-                    .invalidRequest, "a sync from revision \(request.baseRevision) must send the epoch it came with")
+                    .resetRequired,
+                    "a sync from revision \(request.baseRevision) must send the epoch it came with: take a snapshot")
             }
+            // Verdicts past the window go, a few hundred per sync across all layers, so
+            // no sync pays for a large cleanup and quiet layers are cleaned too.
             try db.execute(
-                sql: "DELETE FROM appliedChange WHERE layerId = ? AND appliedAt < ?",
-                arguments: [ref.id, Date().addingTimeInterval(-Self.replayWindow)])
+                sql: """
+                    DELETE FROM appliedChange WHERE (layerId, clientId, changeId) IN (
+                        SELECT layerId, clientId, changeId FROM appliedChange WHERE appliedAt < ? LIMIT 500)
+                    """, arguments: [Date().addingTimeInterval(-Self.replayWindow)])
+            // A client id is scoped by the token's user: another user's copy can never
+            // borrow its verdicts or its immunity from conflicts.
             let authority = WriteAuthority(
-                userID: identity.userID, baseRevision: request.baseRevision, clientID: request.clientId,
+                userID: identity.userID, baseRevision: request.baseRevision,
+                clientID: "\(identity.userID ?? "")\u{1F}\(request.clientId)",
                 canWrite: identity.permissions.contains(.write))
             let (results, revision) = try apply(request.changes, to: ref, authority: authority, in: db)
             let changes = try Row.fetchAll(
@@ -79,6 +89,17 @@ extension ServerDatabase {
             let (results, revision) = try apply(changes, to: ref, authority: authority, in: db)
             return (LayerRef(id: ref.id, revision: revision, epoch: ref.epoch), results)
         }
+    }
+
+    /// SHA-256 of a change as sent (kind, id, canonical content).
+    static func digest(_ change: ClientChange) -> Data {
+        var hasher = SHA256()
+        hasher.update(data: Data(change.kind.rawValue.utf8))
+        hasher.update(data: Data([0]))
+        hasher.update(data: Data(change.id.utf8))
+        hasher.update(data: Data([0]))
+        if let content = change.content { hasher.update(data: Data(content.jsonBytes())) }
+        return Data(hasher.finalize())
     }
 
     /// Refuses a client cursor the layer cannot have given: an epoch not the layer's (it
@@ -131,16 +152,18 @@ extension ServerDatabase {
         let select = try db.cachedStatement(
             sql: "SELECT revision, deleted, createdBy, writer FROM record WHERE layerId = ? AND annotationId = ?")
         let recorded = try db.cachedStatement(
-            sql:
-                "SELECT accepted, reason, message FROM appliedChange WHERE layerId = ? AND clientId = ? AND changeId = ?"
-        )
+            sql: """
+                SELECT accepted, reason, message, digest FROM appliedChange
+                WHERE layerId = ? AND clientId = ? AND changeId = ?
+                """)
         let remember = try db.cachedStatement(
             sql: """
-                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, appliedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         let now = Date()
         var replayed = Set<Int64>()
+        var digests: [Int64: Data] = [:]
         let upsert = try db.cachedStatement(
             sql: """
                 INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
@@ -151,9 +174,16 @@ extension ServerDatabase {
                     writer = excluded.writer
                 """)
         for change in changes {
+            if authority.clientID != nil { digests[change.changeId] = Self.digest(change) }
             if let client = authority.clientID,
                 let row = try Row.fetchOne(recorded, arguments: [ref.id, client, change.changeId])
             {
+                guard (row[3] as Data) == digests[change.changeId] else {
+                    throw ProtocolError(
+                        .invalidRequest,
+                        "changeId \(change.changeId) was sent before as another change; a change id names one change, for ever"
+                    )
+                }
                 // Sent before, and decided: the same verdict, not applied again.
                 results.append(
                     ChangeResult(
@@ -219,12 +249,16 @@ extension ServerDatabase {
             touched.insert(change.id)
             results.append(ChangeResult(changeId: change.changeId, accepted: true))
         }
-        // Every new verdict is kept (rejections too: a replay must not be applied later,
-        // when it might no longer lose), in this same transaction.
+        // Every new verdict that depends on the records is kept, in this same transaction
+        // (rejections too: a replay must not be applied later, when it might no longer
+        // lose). Invalid content and a missing permission are decided the same way each
+        // time, so they cost no row.
         if let client = authority.clientID {
             for result in results where !replayed.contains(result.changeId) {
+                if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
                 try remember.execute(arguments: [
-                    ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message, now,
+                    ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message,
+                    digests[result.changeId], now,
                 ])
             }
         }

@@ -76,10 +76,12 @@ public final class ServerDatabase: Sendable {
                 t.column("accepted", .boolean).notNull()
                 t.column("reason", .text)
                 t.column("message", .text)
+                // SHA-256 of the change as sent: a changeId reused for another change is refused.
+                t.column("digest", .blob).notNull()
                 t.column("appliedAt", .datetime).notNull()
                 t.primaryKey(["layerId", "clientId", "changeId"])
             }
-            try db.create(index: "appliedChange_age", on: "appliedChange", columns: ["layerId", "appliedAt"])
+            try db.create(index: "appliedChange_age", on: "appliedChange", columns: ["appliedAt"])
         }
         return migrator
     }
