@@ -119,6 +119,13 @@ let big = try SyncResponse(jsonData: bigReply)
 let bigTime = now() - start
 let bigPhases = (encode: encoded - start, server: answered - encoded, decode: now() - answered)
 precondition(big.results.allSatisfy(\.accepted) && big.changes.count == batch)
+// 2b. The same push again, as after a lost response: every change gets its verdict back,
+// none is applied twice, and it must be no slower than the original.
+start = now()
+let replayReply = try await call(.POST, "/i/v1/documents/bench/sync", token: token, body: bigBody)
+let replayTime = now() - start
+let replay = try SyncResponse(jsonData: replayReply)
+precondition(replay.results == big.results && replay.revision == big.revision, "a replay changed the outcome")
 // Baseline for the codec: Foundation's JSONEncoder/JSONDecoder on the same request and
 // response, both ways as the two sides would use them (encode, then decode).
 start = now()
@@ -166,6 +173,10 @@ print(
         format: "sync round trips, 1 change      %7.0f /s    bare HTTP round trips %7.0f /s   ratio %.2f", syncRate,
         bareRate, syncRate / bareRate))
 print(String(format: "push + acknowledge %5d changes %7.0f ms    target ≤ 1000 ms", batch, bigTime * 1000))
+print(
+    String(
+        format: "  the same push replayed %13.0f ms    ratio to the original %.2f (target ≤ 1)", replayTime * 1000,
+        replayTime / bigTime))
 print(
     String(
         format:
