@@ -117,7 +117,8 @@ struct BackendRoutes {
     @Sendable func deleteLayer(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
         let layer = try request.identifier("layer", context: context)
-        try server.database.deleteLayer(document: identifier, name: layer)
+        let deleted = try server.database.deleteLayer(document: identifier, name: layer)
+        await server.notifier.removed(layer: deleted.id)
         return Response(status: .noContent)
     }
 

@@ -83,6 +83,9 @@ struct ClientRoutes {
         } onGracefulShutdown: {
             Task { await notifier.close() }
         }
+        if woken == RevisionNotifier.deleted {
+            throw ProtocolError(.resetRequired, "the layer was deleted while listening: take a snapshot")
+        }
         if let woken { return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true)) }
         // Read again without creating: a layer deleted while the listener waited stays gone.
         let now: LayerRef

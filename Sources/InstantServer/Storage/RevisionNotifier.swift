@@ -48,6 +48,15 @@ actor RevisionNotifier {
         waiter.continuation.resume(returning: nil)
     }
 
+    /// The revision a waiter is woken with when its layer is deleted: past any real one.
+    static let deleted = Int64.max
+
+    /// Wakes everyone waiting on `layer`, which was deleted, with ``deleted``; later waits on
+    /// it (layer ids are never reused) return at once the same way.
+    func removed(layer: Int64) {
+        notify(layer: layer, revision: Self.deleted)
+    }
+
     /// Ends every wait now and every later one at once: the server is shutting down, and a
     /// long poll must not hold the shutdown for its whole timeout.
     func close() {

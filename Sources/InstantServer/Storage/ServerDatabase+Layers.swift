@@ -129,13 +129,16 @@ extension ServerDatabase {
     }
 
     /// Deletes a named layer and its records. The default layer stays while its document does.
-    func deleteLayer(document: String, name: String) throws {
+    /// Returns the deleted layer, so its listeners can be told.
+    @discardableResult
+    func deleteLayer(document: String, name: String) throws -> LayerRef {
         guard !name.isEmpty else {
             throw ProtocolError(.invalidRequest, "the default layer cannot be deleted; delete the document instead")
         }
-        try write { db in
+        return try write { db in
             let ref = try layer(document: document, name: name, create: false, in: db)
             try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [ref.id])
+            return ref
         }
     }
 
