@@ -64,12 +64,13 @@ import Testing
 
     @Test func configurationSaysWhatIsMissing() {
         #expect(throws: ConfigurationError.self) { try ServerConfiguration(environment: [:]) }
-        do {
+        // Must throw, and say why (a do/catch alone would pass when nothing throws).
+        #expect {
             _ = try ServerConfiguration(environment: [
                 "JWT_ALGORITHM": "HS256", "API_AUTH_TOKEN": "t", "JWT_PUBLIC_KEY": "x",
             ])
-        } catch {
-            #expect(error.description.contains("HS256"))
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains("HS256") == true
         }
         let pair = JWTKeys.developmentKeyPair()
         let good = try? ServerConfiguration(

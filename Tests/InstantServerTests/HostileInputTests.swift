@@ -38,11 +38,17 @@ import Testing
                 #"{"clientId":"h-0123456789abcdef","baseRevision":0,"changes":[{"changeId":1,"kind":"delete","id":"\#(longID)"}]}"#
             #expect(try await sync(Data(tooLong.utf8)).errorCode == "invalidRequest")
 
-            // Hostile identifiers: handled as opaque strings.
+            // Hostile identifiers: handled as opaque strings, and they round-trip byte for
+            // byte (the listing names them as sent; the PDF comes back under them).
             for identifier in ["../../etc/passwd", "a/b", "nul\u{0}byte", String(repeating: "x", count: 1024), ".."] {
-                #expect(try await server.upload(identifier, samplePDF(1_000)).status == 201, "\(identifier.prefix(20))")
+                let pdf = samplePDF(1_000 + identifier.utf8.count)
+                #expect(try await server.upload(identifier, pdf).status == 201, "\(identifier.prefix(20))")
                 let reply = try await server.api(.GET, "/documents/\(TestServer.encode(identifier))")
                 #expect(reply.status == 200)
+                #expect(try reply.json(JSONValue.self)["data"]?["document_id"]?.string == identifier)
+                let reader = try await server.token(document: identifier)
+                let download = try await server.client(.GET, identifier, "pdf", token: reader)
+                #expect(download.status == 200 && download.body == pdf, "\(identifier.prefix(20))")
             }
             #expect(try await server.upload(String(repeating: "x", count: 1025), samplePDF(1_000)).status == 400)
             #expect(try await server.request(.GET, "/nowhere").errorCode == "notFound")

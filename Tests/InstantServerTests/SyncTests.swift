@@ -127,22 +127,25 @@ import Testing
     }
 
     @Test func listenReturnsOnAWriteOrAtTheTimeout() async throws {
-        try await TestServer.with { server in
+        try await TestServer.with(listenTimeout: 30) { server in
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d")
             let idle = try await server.client(.GET, "d", "listen?revision=0&timeout=0.2", token: token)
             let quiet = try idle.json(ListenResponse.self)
             #expect(quiet.revision == 0 && !quiet.changed && !quiet.epoch.isEmpty)
-            async let woken = server.client(.GET, "d", "listen?revision=0&timeout=5", token: token)
+            async let woken = server.client(.GET, "d", "listen?revision=0&timeout=30", token: token)
             try await Task.sleep(for: .milliseconds(200))
             _ = try await server.sync(
                 "d", token: token,
                 SyncRequest(
                     clientId: "writer-0123456789abcdef", baseRevision: 0,
                     changes: [ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n"))]))
+            let written = ContinuousClock.now
             #expect(
                 try await woken.json(ListenResponse.self)
                     == ListenResponse(epoch: quiet.epoch, revision: 1, changed: true))
+            // Woken by the write, not by the 30 s timeout (which would answer the same).
+            #expect(ContinuousClock.now - written < .seconds(10))
             let behind = try await server.client(.GET, "d", "listen?revision=0", token: token)
             #expect(try behind.json(ListenResponse.self).changed)
             // A client ahead of the server (its data was reset), or with another epoch, must

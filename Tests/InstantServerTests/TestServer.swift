@@ -22,7 +22,8 @@ struct TestServer {
     /// Starts a server, runs `body` against it, and stops it.
     /// `dataDirectory`, when given, is used (and left in place) instead of a fresh one.
     static func with<T: Sendable>(
-        maxPayloadSize: Int = 1 << 20, dataDirectory: URL? = nil, _ body: @Sendable (TestServer) async throws -> T
+        maxPayloadSize: Int = 1 << 20, dataDirectory: URL? = nil, listenTimeout: Int = 5,
+        _ body: @Sendable (TestServer) async throws -> T
     ) async throws -> T {
         let data =
             dataDirectory
@@ -32,7 +33,7 @@ struct TestServer {
         let configuration = ServerConfiguration(
             port: 0, dataDirectory: data, apiAuthToken: apiToken,
             jwtKey: try JWTKeyConfiguration(publicKey: pair.publicKey, algorithm: .es256),
-            maxUploadSize: 8 << 20, maxPayloadSize: maxPayloadSize, maximumListenTimeout: 5)
+            maxUploadSize: 8 << 20, maxPayloadSize: maxPayloadSize, maximumListenTimeout: listenTimeout)
         let server = try await InstantServer(configuration: configuration)
         let app = server.application()
         return try await app.test(.live) { testClient in
