@@ -360,6 +360,14 @@ _instantctl_quarantine_restore() {
         return
         ;;
     esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion quarantine restore -- positional@0 "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _instantctl_quarantine_export() {
@@ -377,6 +385,14 @@ _instantctl_quarantine_export() {
         ;;
     '--to')
         __instantctl_add_completions -o plusdirs -fX '!*.@(json)'
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion quarantine export -- positional@0 "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
         return
         ;;
     esac

@@ -74,4 +74,27 @@ import Testing
                     .contains("review"))
         }
     }
+
+    /// `quarantine restore` and `export` complete the names of quarantined layers (not
+    /// their -wal, not PDFs), read from the directory.
+    @Test func quarantinedLayersComplete() async throws {
+        try await withDemoStore { root, _ in
+            let quarantine = root.appendingPathComponent("quarantine")
+            let layer = "1700000000-0a1b2c3d-layers_00112233445566778899aabbccddeeff.sqlite"
+            for name in [layer, layer + "-wal", "1700000001-0a1b2c3e-blobs_sha256_ab_abcdef"] {
+                try Data("x".utf8).write(to: quarantine.appendingPathComponent(name))
+            }
+            for subcommand in ["restore", "export"] {
+                let run = try ChildProcess(
+                    Executables.url("instantctl"),
+                    [
+                        "---completion", "quarantine", subcommand, "--", "positional@0", "5", "0", "instantctl",
+                        "quarantine", subcommand, "--root", root.path, "",
+                    ])
+                #expect(try await run.exit().status == 0)
+                let offered = run.standardOutput.split(separator: "\n").map(String.init)
+                #expect(offered == [layer], "\(subcommand): \(run.standardOutput)")
+            }
+        }
+    }
 }

@@ -19,6 +19,14 @@ enum StoreCompletions {
             .uniqued()
     }
 
+    /// Layer files in the store's `quarantine/` (read from the directory: nothing is opened).
+    static let quarantinedLayers = CompletionKind.custom { words, _, _ in
+        let root = value(of: "--root", in: words).map { URL(fileURLWithPath: $0) } ?? StoreLayout.defaultRoot()
+        let names =
+            (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("quarantine").path)) ?? []
+        return names.filter { $0.contains("-layers_") && $0.hasSuffix(".sqlite") }.sorted()
+    }
+
     /// The descriptors of the store named by the words (`--root`, else the environment),
     /// of the `--tenant` typed, if any. Nothing when there is no store.
     private static func descriptors(_ words: [String]) -> [LocalDescriptor] {

@@ -16,7 +16,9 @@ struct QuarantineRestore: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The file's name in quarantine/ (see `instantctl quarantine list`).")
+    @Argument(
+        help: "The file's name in quarantine/ (see `instantctl quarantine list`).",
+        completion: StoreCompletions.quarantinedLayers)
     var name: String
 
     func run() throws {
