@@ -83,11 +83,11 @@ struct ClientRoutes {
         } onGracefulShutdown: {
             Task { await notifier.close() }
         }
-        if woken == RevisionNotifier.deleted {
-            throw ProtocolError(.resetRequired, "the layer was deleted while listening: take a snapshot")
+        if let woken, woken != RevisionNotifier.deleted {
+            return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true))
         }
-        if let woken { return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true)) }
-        // Read again without creating: a layer deleted while the listener waited stays gone.
+        // Read again without creating: a layer deleted while the listener waited (which
+        // woke it) stays gone, and the listener learns to reset.
         let now: LayerRef
         do {
             now = try server.database.layerRef(document: identity.documentID, layer: identity.layer, create: false)

@@ -173,6 +173,38 @@ extension Catalog {
         if let new { try update.execute(arguments: [1, new]) }
     }
 
+    /// Whether a layer row names the file `layers/<key>.sqlite`.
+    func hasLayer(key: String, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [key]) ?? false
+    }
+
+    /// Gives a complete layer file already in `layers/<key>.sqlite` its row and its
+    /// document (created when missing) and, when the document has no PDF yet, the one its
+    /// meta row names if it is stored (its reference counted), in the caller's
+    /// transaction. Returns whether it is the document's first layer.
+    @discardableResult
+    func insertLayer(key: String, metadata: LayerMetadata, summary: LayerSummary, in db: Database) throws -> Bool {
+        var document = try documentRow(metadata.tenant, metadata.documentIdentifier, in: db)
+        guard let documentID = document.id else {
+            throw StoreError.noSuchDocument(tenant: metadata.tenant.string, document: metadata.documentIdentifier)
+        }
+        let now = Date()
+        var row = LayerRecord(
+            id: nil, documentId: documentID, name: metadata.layerName.storedBytes, key: key,
+            userId: metadata.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
+            annotationCount: summary.annotationCount, pendingCount: summary.pendingCount, bytes: summary.bytes)
+        try row.insert(db)
+        if document.blobSha256 == nil, let pdf = metadata.pdfSHA256, try BlobRecord.exists(db, key: pdf.hex) {
+            try adjustReference(from: nil, to: pdf.hex, in: db)
+            document.blobSha256 = pdf.hex
+        }
+        let first = document.layerCount == 0
+        document.layerCount += 1
+        document.lastUsedAt = now
+        try document.update(db)
+        return first
+    }
+
     /// The document's row, created (with its tenant) when missing.
     func documentRow(_ tenant: TenantURL, _ identifier: String, in db: Database) throws -> DocumentRecord {
         guard let tenantID = try tenantID(tenant, create: true, in: db) else {

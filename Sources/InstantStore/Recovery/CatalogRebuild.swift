@@ -206,22 +206,11 @@ enum CatalogRebuild {
                         + "kept layers/\(kept.key).sqlite (\(kept.summary.pendingCount) pending), "
                         + "quarantined layers/\(other.key).sqlite (\(other.summary.pendingCount) pending)")
             }
-            var document = try catalog.documentRow(kept.metadata.tenant, kept.metadata.documentIdentifier, in: db)
-            if document.layerCount == 0 { report.documents += 1 }
-            if document.blobSha256 == nil, let pdf = kept.metadata.pdfSHA256, try BlobRecord.exists(db, key: pdf.hex) {
-                document.blobSha256 = pdf.hex
+            // Blobs were inserted first with no reference; each layer's PDF is counted here.
+            if try catalog.insertLayer(key: kept.key, metadata: kept.metadata, summary: kept.summary, in: db) {
+                report.documents += 1
             }
-            document.layerCount += 1
-            try document.update(db)
-            let now = Date()
-            var row = LayerRecord(
-                id: nil, documentId: document.id ?? 0, name: kept.metadata.layerName.storedBytes, key: kept.key,
-                userId: kept.metadata.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
-                annotationCount: kept.summary.annotationCount, pendingCount: kept.summary.pendingCount,
-                bytes: kept.summary.bytes)
-            try row.insert(db)
             report.layers += 1
         }
-        try db.execute(sql: "UPDATE blob SET refCount = (SELECT COUNT(*) FROM document WHERE blobSha256 = blob.sha256)")
     }
 }

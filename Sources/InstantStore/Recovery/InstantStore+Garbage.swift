@@ -9,7 +9,12 @@ extension InstantStore {
     /// changes is adopted back or quarantined, an unreadable one quarantined, a newer
     /// one left alone; and nothing at all is deleted as unclaimed while the catalog fails
     /// its integrity check (its rows cannot be trusted to say what is claimed).
-    func checkFiles(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
+    ///
+    /// `catalogIsSound`: true when the caller has just checked the catalog's integrity
+    /// (verify); otherwise `quick_check` runs here, before anything is deleted.
+    func checkFiles(
+        _ options: VerifyOptions, _ report: inout VerificationReport, catalogIsSound: Bool = false
+    ) throws(StoreError) {
         let (blobs, keys, tombstones) = try catalog.read { db in
             (
                 Set(try String.fetchAll(db, sql: "SELECT sha256 FROM blob")),
@@ -35,7 +40,8 @@ extension InstantStore {
         let orphanKeys = scan.layerKeys.filter {
             !keys.contains($0) && !tombstones.contains(StoreLayout.layerRelativePath(key: $0))
         }
-        let sound = options.repair && !(orphanBlobs.isEmpty && orphanKeys.isEmpty) ? try catalog.isSound() : true
+        let needsCheck = options.repair && !catalogIsSound && !(orphanBlobs.isEmpty && orphanKeys.isEmpty)
+        let sound = needsCheck ? try catalog.isSound() : true
         for orphan in orphanBlobs {
             var problem = Problem(kind: .orphanFile, subject: orphan, detail: "no catalog row claims it")
             if options.repair {
@@ -61,12 +67,9 @@ extension InstantStore {
         try checkModes(
             blobs: scan.blobs.filter { blobs.contains(($0 as NSString).lastPathComponent) },
             layerKeys: scan.layerKeys.filter(keys.contains), options, &report)
-        for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
-            guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name) else {
-                report.strayFiles.append("tmp/\(name)")
-                continue
-            }
-            guard try isDeadTempFile(name) else { continue }
+        let abandoned = try abandonedFiles()
+        report.strayFiles += abandoned.strays
+        for name in abandoned.temp {
             var problem = Problem(kind: .deadTempFile, subject: "tmp/\(name)", detail: "its writer is gone")
             if options.repair {
                 try FileSystem.remove(layout.tmpDirectory + "/" + name)

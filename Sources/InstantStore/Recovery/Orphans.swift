@@ -20,8 +20,7 @@ extension InstantStore {
     func isClaimed(_ relativePath: String, in db: Database) throws -> Bool {
         let name = (relativePath as NSString).lastPathComponent
         if relativePath.hasPrefix("blobs/") { return try BlobRecord.exists(db, key: name) }
-        let key = String(name.prefix { $0 != "." })
-        return try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [key]) ?? false
+        return try catalog.hasLayer(key: String(name.prefix { $0 != "." }), in: db)
     }
 
     /// Disposes of the orphan layer file `layers/<key>.sqlite` (and its `-wal`, `-shm`)
@@ -127,12 +126,20 @@ extension InstantStore {
     /// Temp files of dead writers, and what each may have left outside `tmp/`: a layer
     /// renamed into `layers/` before its row was committed (`<key>.layer.lock`), a PDF
     /// renamed into `blobs/` likewise (`<sha256>-<random>.claim`). Cheap: it reads `tmp/` only.
-    func abandonedFiles() throws(StoreError) -> (temp: [String], layerKeys: [String], blobs: [String]) {
+    /// Anything in `tmp/` that is not a regular file is a stray (`tmp/<name>`).
+    func abandonedFiles() throws(StoreError) -> (
+        temp: [String], layerKeys: [String], blobs: [String], strays: [String]
+    ) {
         var temp: [String] = []
         var layerKeys: [String] = []
         var blobs: [String] = []
+        var strays: [String] = []
         for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
-            guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name), try isDeadTempFile(name) else { continue }
+            guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name) else {
+                strays.append("tmp/\(name)")
+                continue
+            }
+            guard try isDeadTempFile(name) else { continue }
             temp.append(name)
             if name.hasSuffix(".layer.lock"), case let key = String(name.dropLast(".layer.lock".count)),
                 RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
@@ -144,6 +151,6 @@ extension InstantStore {
                 blobs.append(StoreLayout.blobRelativePath(hash))
             }
         }
-        return (temp, layerKeys, blobs)
+        return (temp, layerKeys, blobs, strays)
     }
 }

@@ -179,33 +179,17 @@ extension InstantStore {
     }
 
     /// Puts a complete layer file into `layers/<key>.sqlite` (renaming it there unless it
-    /// is there already) and gives it a row, its document (created when missing) and, when
-    /// the document has none, the PDF its meta row names, in the caller's transaction.
+    /// is there already) and gives it its row (``Catalog/insertLayer(key:metadata:summary:in:)``),
+    /// in the caller's transaction.
     func adopt(
         _ path: String, key: String, metadata: LayerMetadata, summary: LayerSummary, in db: Database
     ) throws {
-        var document = try catalog.documentRow(metadata.tenant, metadata.documentIdentifier, in: db)
-        guard let documentID = document.id else {
-            throw StoreError.noSuchDocument(tenant: metadata.tenant.string, document: metadata.documentIdentifier)
-        }
         let target = layout.layerPath(key: key)
         if path != target {
             try FileSystem.rename(path, target)
             try FileSystem.syncDirectory(layout.layersDirectory)
         }
-        let now = Date()
-        var row = LayerRecord(
-            id: nil, documentId: documentID, name: metadata.layerName.storedBytes, key: key,
-            userId: metadata.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
-            annotationCount: summary.annotationCount, pendingCount: summary.pendingCount, bytes: summary.bytes)
-        try row.insert(db)
-        if document.blobSha256 == nil, let pdf = metadata.pdfSHA256, try BlobRecord.exists(db, key: pdf.hex) {
-            try catalog.adjustReference(from: nil, to: pdf.hex, in: db)
-            document.blobSha256 = pdf.hex
-        }
-        document.layerCount += 1
-        document.lastUsedAt = now
-        try document.update(db)
+        try catalog.insertLayer(key: key, metadata: metadata, summary: summary, in: db)
     }
 
     /// What a quarantined layer holds, read from a copy.

@@ -92,7 +92,7 @@ extension InstantStore {
             var flagged = false
             try Parallel.both(
                 { () throws(any Error) in
-                    documentRow = try self.documentRow(tenant, document, in: db)
+                    documentRow = try self.catalog.documentRow(tenant, document, in: db)
                     recordedSize = try Int64.fetchOne(
                         db.cachedStatement(sql: "SELECT storedSize FROM blob WHERE sha256 = ?"),
                         arguments: [hash.hex])
@@ -203,7 +203,7 @@ extension InstantStore {
         try Identifier.validate(document, what: "document identifier")
         return try catalog.write { db in
             guard try BlobRecord.exists(db, key: hash.hex) else { return false }
-            let row = try self.documentRow(tenant, document, in: db)
+            let row = try self.catalog.documentRow(tenant, document, in: db)
             guard row.blobSha256 != hash.hex else { return true }
             try self.catalog.adjustReference(from: row.blobSha256, to: hash.hex, in: db)
             try db.execute(

@@ -115,7 +115,7 @@ public final class InstantStore: Sendable {
         try Failpoint.check("layer.beforeCommit")
         try catalog.write { db in
             let now = Date()
-            var documentRow = try self.documentRow(tenant, document, in: db)
+            var documentRow = try self.catalog.documentRow(tenant, document, in: db)
             guard let documentID = documentRow.id else {
                 throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
             }
@@ -214,8 +214,7 @@ public final class InstantStore: Sendable {
     /// is cleared and true returned. No row: the layer is gone, false.
     func resolveStaleMark(_ layer: LayerDatabase) throws(StoreError) -> Bool {
         try catalog.write { db in
-            let claimed =
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [layer.key]) ?? false
+            let claimed = try self.catalog.hasLayer(key: layer.key, in: db)
             if claimed { try layer.unmarkRemoved() }
             return claimed
         }
@@ -227,17 +226,7 @@ public final class InstantStore: Sendable {
         try? catalog.write { db in try db.execute(sql: "UPDATE layer SET corrupt = 1 WHERE key = ?", arguments: [key]) }
     }
 
-    /// The document's row, created (with its tenant) when missing.
-    func documentRow(_ tenant: TenantURL, _ identifier: String, in db: Database) throws -> DocumentRecord {
-        try catalog.documentRow(tenant, identifier, in: db)
-    }
-
     // MARK: Tombstones
-
-    /// Tombstones not yet swept (for prune's dry run).
-    func pendingTombstones() throws(StoreError) -> [String] {
-        try catalog.read { db in try String.fetchAll(db, sql: "SELECT path FROM tombstone") }
-    }
 
     /// Unlinks the files whose rows earlier transactions deleted. Runs in a write
     /// transaction of its own: no row claims a tombstoned path, and a writer that

@@ -31,7 +31,8 @@ extension InstantStore {
         try checkBlobs(options, &report)
         try checkCounts(options, &report)
         try checkLayers(options, &report)
-        try checkFiles(options, &report)
+        // Repair is still on only when the catalog passed integrity_check above.
+        try checkFiles(options, &report, catalogIsSound: true)
         report.quarantine = try quarantinedFiles()
         return report
     }
