@@ -18,9 +18,7 @@ import Testing
         layer.close()
         let clean = try scratch.store.createLayer(tenant: Scratch.tenant, document: "other", layer: "x")
         clean.close()
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [clean.key])
-        }
+        try dropLayerRow(scratch.store, key: clean.key, zeroingLayerCounts: false)
         try rewriteMeta(scratch.store.layout.layerPath(key: clean.key), document: "d", layer: "L")
         return scratch
     }
@@ -43,13 +41,13 @@ import Testing
         let scratch = try storeWithDuplicate()
         scratch.store.close()
         let catalog = scratch.store.layout.catalogPath
-        let before = try [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let before = [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
         let layersBefore = scratch.files(in: "layers").sorted()
         let result = try runWorker(["rebuild", scratch.root.path], failpoint: failpoint)
         #expect(result.signalled, "the rebuild should die at \(failpoint): \(result.output)")
         if ["rebuild.beforeCommit", "rebuild.beforeStage"].contains(failpoint) {
             // Before its commit point a rebuild changes nothing outside tmp/.
-            let after = try [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
+            let after = [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
             #expect(after == before, "the catalog is exactly as it was")
             #expect(scratch.files(in: "layers").sorted() == layersBefore)
             #expect(scratch.files(in: "quarantine").isEmpty)
@@ -61,9 +59,7 @@ import Testing
     /// still readable; repair replaces it.
     private func storeWithDamagedLayer() throws -> (Scratch, String) {
         let scratch = try Scratch()
-        let snapshot = (0..<400).map {
-            ServerRecord(id: "r\($0)", content: note(String(repeating: "x", count: 200)), revision: 1)
-        }
+        let snapshot = manyPageSnapshot("x")
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L", snapshot: snapshot)
         try layer.create(id: "pending", content: note("must survive"))
         layer.close()
@@ -98,10 +94,7 @@ import Testing
         let copy = RandomKey.make()  // a copy of it too: taken once adopted, so quarantined
         try FileSystem.copy(
             scratch.store.layout.layerPath(key: layer.key), to: scratch.store.layout.layerPath(key: copy))
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
-            try db.execute(sql: "UPDATE document SET layerCount = 0")
-        }
+        try dropLayerRow(scratch.store, key: layer.key)
         let killed = try runWorker(
             ["create-layer", scratch.root.path, Scratch.tenant.string, "e", "clean"], failpoint: "layer.afterRename")
         #expect(killed.signalled)
@@ -116,10 +109,7 @@ import Testing
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
         try layer.create(id: "pending", content: note("must survive"))
         layer.close()
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
-            try db.execute(sql: "UPDATE document SET layerCount = 0")
-        }
+        try dropLayerRow(scratch.store, key: layer.key)
         let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
         let result = try runWorker(["restore", scratch.root.path, name], failpoint: failpoint)
         #expect(result.signalled, "restore should die at \(failpoint): \(result.output)")

@@ -15,9 +15,7 @@ import Testing
         let clean = try scratch.store.createLayer(tenant: Scratch.tenant, document: "other", layer: "x")
         clean.close()
         let cleanKey = clean.key
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [cleanKey])
-        }
+        try dropLayerRow(scratch.store, key: cleanKey, zeroingLayerCounts: false)
         try rewriteMeta(scratch.store.layout.layerPath(key: cleanKey), document: "d", layer: "L")
         let stray = scratch.root.appendingPathComponent("blobs/sha256/README")
         try Data("not a blob".utf8).write(to: stray)
@@ -88,9 +86,7 @@ import Testing
     /// A layer handle that finds its file corrupt flags it at once: `ls` shows `invalid`.
     @Test func aReaderFlagsACorruptLayer() throws {
         let scratch = try Scratch()
-        let snapshot = (0..<400).map {
-            ServerRecord(id: "r\($0)", content: note(String(repeating: "y", count: 200)), revision: 1)
-        }
+        let snapshot = manyPageSnapshot("y")
         let created = try scratch.store.createLayer(
             tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
         created.close()
@@ -120,10 +116,7 @@ import Testing
         let copy = RandomKey.make()
         try FileSystem.copy(
             scratch.store.layout.layerPath(key: dirty.key), to: scratch.store.layout.layerPath(key: copy))
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [dirty.key])
-            try db.execute(sql: "UPDATE document SET layerCount = 0")
-        }
+        try dropLayerRow(scratch.store, key: dirty.key)
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         let orphans = report.problems.filter { $0.kind == .orphanFile }
         #expect(orphans.count == 2 && orphans.allSatisfy(\.fixed), "\(report.problems)")
@@ -145,10 +138,7 @@ import Testing
         let listed = try scratch.store.quarantinedFiles()
         #expect(listed.map(\.pendingChanges) == [1] && listed[0].restorable)
         #expect(throws: StoreError.self) { try scratch.store.restoreQuarantinedLayer(named: name) }  // the row is still there
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [layer.key])
-            try db.execute(sql: "UPDATE document SET layerCount = 0")
-        }
+        try dropLayerRow(scratch.store, key: layer.key)
         let restored = try scratch.store.restoreQuarantinedLayer(named: name)
         #expect(restored.document == "d")
         let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
@@ -160,9 +150,7 @@ import Testing
 
     @Test func replacingACorruptLayerKeepsItsChangesAndRetiresOpenHandles() throws {
         let scratch = try Scratch()
-        let snapshot = (0..<400).map {
-            ServerRecord(id: "r\($0)", content: note(String(repeating: "x", count: 200)), revision: 1)
-        }
+        let snapshot = manyPageSnapshot("x")
         let created = try scratch.store.createLayer(
             tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
         try created.create(id: "pending", content: note("p"))
@@ -351,6 +339,21 @@ import Testing
         #expect(try reopened.verify(VerifyOptions(repair: true)).problems.allSatisfy(\.fixed))
         #expect(FileSystem.mode(layerPath) == 0o600)
     }
+}
+
+/// Deletes the catalog row of the layer file `key` (as a lost or half-built catalog would
+/// have it), and with `zeroingLayerCounts` sets every document's layer count to 0 to match.
+func dropLayerRow(_ store: InstantStore, key: String, zeroingLayerCounts: Bool = true) throws {
+    try store.catalog.write { db in
+        try db.execute(sql: "DELETE FROM layer WHERE key = ?", arguments: [key])
+        if zeroingLayerCounts { try db.execute(sql: "UPDATE document SET layerCount = 0") }
+    }
+}
+
+/// 400 records of about 250 bytes: a layer file of many pages, whose last page holds
+/// records (so damaging it leaves the meta row and pending changes readable).
+func manyPageSnapshot(_ letter: String) -> [ServerRecord] {
+    (0..<400).map { ServerRecord(id: "r\($0)", content: note(String(repeating: letter, count: 200)), revision: 1) }
 }
 
 /// Changes a layer file's meta row to name another document and layer.
