@@ -33,6 +33,9 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case resetRequired
     /// 416: the `Range` cannot be satisfied.
     case rangeNotSatisfiable
+    /// 503: the server is at a limit (such as its number of waiting listeners); the
+    /// response's `Retry-After` says when to try again.
+    case serverBusy
     /// 500: the server failed; the message says what it could.
     case `internal`
 
@@ -47,6 +50,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .payloadLimitExceeded: 413
         case .oldClient: 426
         case .rangeNotSatisfiable: 416
+        case .serverBusy: 503
         case .internal: 500
         }
     }

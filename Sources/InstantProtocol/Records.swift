@@ -17,18 +17,24 @@ public struct AnnotationRecord: Sendable, Equatable, JSONRepresentable {
     }
 }
 
-/// `GET /i/v1/documents/{id}/layers/{layer}/snapshot`: every record and the revision they
-/// belong to.
+/// `GET /i/v1/documents/{id}/snapshot`: the layer's live records, one page at a time, and
+/// the revision of the first page.
 public struct LayerSnapshot: Sendable, Equatable, JSONRepresentable {
     /// The layer's epoch: it changes when the layer is deleted and created again.
     public var epoch: String
+    /// The layer's revision when this page was read. After the last page, the client syncs
+    /// from the *first* page's revision: that brings any record changed between pages.
     public var revision: Int64
+    /// Live records ordered by id.
     public var records: [AnnotationRecord]
+    /// Present when more records follow: pass it as `?after=` (with `epoch`) for the next page.
+    public var next: String?
 
-    public init(epoch: String, revision: Int64, records: [AnnotationRecord]) {
+    public init(epoch: String, revision: Int64, records: [AnnotationRecord], next: String? = nil) {
         self.epoch = epoch
         self.revision = revision
         self.records = records
+        self.next = next
     }
 }
 
@@ -74,11 +80,14 @@ extension LayerSnapshot {
             epoch: try fields.required("epoch", .string), revision: try fields.required("revision", .integer),
             records: try fields.array("records") { value, path throws(ProtocolError) in
                 try AnnotationRecord(json: value, path: path)
-            })
+            }, next: try fields.optional("next", .string))
     }
 
     public var json: JSONValue {
-        .object(["epoch": .string(epoch), "revision": .integer(revision), "records": .array(records.map(\.json))])
+        .object(omittingNil: [
+            "epoch": .string(epoch), "revision": .integer(revision), "records": .array(records.map(\.json)),
+            "next": next.map { .string($0) },
+        ])
     }
 }
 

@@ -108,15 +108,22 @@ public struct SyncResponse: Sendable, Equatable, JSONRepresentable {
     public var revision: Int64
     /// One result per change sent, in order.
     public var results: [ChangeResult]
-    /// Every record changed after the request's `baseRevision`, this sync's included,
-    /// ordered by revision.
+    /// Records changed after the request's `baseRevision`, this sync's included, ordered by
+    /// revision then id: the first page of them when ``next`` is set.
     public var changes: [ServerChange]
+    /// Present when more changes follow: fetch them with
+    /// `GET …/changes?epoch=E&since=BASE&after=NEXT`, and move the cursor to the last
+    /// page's ``revision`` only once a page comes without `next`.
+    public var next: String?
 
-    public init(epoch: String, revision: Int64, results: [ChangeResult], changes: [ServerChange]) {
+    public init(
+        epoch: String, revision: Int64, results: [ChangeResult], changes: [ServerChange], next: String? = nil
+    ) {
         self.epoch = epoch
         self.revision = revision
         self.results = results
         self.changes = changes
+        self.next = next
     }
 }
 
@@ -207,13 +214,13 @@ extension SyncResponse {
             },
             changes: try fields.array("changes") { value, path throws(ProtocolError) in
                 try ServerChange(json: value, path: path)
-            })
+            }, next: try fields.optional("next", .string))
     }
 
     public var json: JSONValue {
-        .object([
+        .object(omittingNil: [
             "epoch": .string(epoch), "revision": .integer(revision), "results": .array(results.map(\.json)),
-            "changes": .array(changes.map(\.json)),
+            "changes": .array(changes.map(\.json)), "next": next.map { .string($0) },
         ])
     }
 }

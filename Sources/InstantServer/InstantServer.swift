@@ -18,13 +18,16 @@ public final class InstantServer: Sendable {
     let database: ServerDatabase
     let pdfs: InstantStore
     let verifier: TokenVerifier
-    let notifier = RevisionNotifier()
+    let listeners: ListenerRegistry
+    let writes = LayerWriteQueue()
     let uploads = UploadReservations()
     /// The tenant under which the server's PDFs sit in its blob store.
     let pdfTenant: TenantURL
 
     public init(configuration: ServerConfiguration) async throws {
         self.configuration = configuration
+        listeners = ListenerRegistry(
+            limits: .init(total: configuration.maxListeners, perLayer: configuration.maxListenersPerLayer))
         // Private: it holds every user's annotations. Narrowed when it exists already.
         try FileManager.default.createDirectory(
             at: configuration.dataDirectory, withIntermediateDirectories: true,
@@ -39,7 +42,7 @@ public final class InstantServer: Sendable {
         // there) are gone while their PDFs are not: link each document to its PDF again.
         let linked = Set(
             try pdfs.cacheEntries(tenant: pdfTenant).filter { $0.pdfSHA256 != nil }.map(\.documentIdentifier))
-        for info in try database.documents() where !linked.contains(info.documentId) {
+        for info in try await database.documents() where !linked.contains(info.documentId) {
             if let hash = BlobHash(hex: info.sha256) {
                 try pdfs.attachPDF(hash, tenant: pdfTenant, document: info.documentId)
             }
@@ -59,9 +62,11 @@ public final class InstantServer: Sendable {
         return router
     }
 
-    /// Tells listeners that a layer moved on.
-    func changed(_ layer: LayerRef) async {
-        await notifier.notify(layer: layer.id, revision: layer.revision)
+    /// Tells listeners that a layer was written (and created by that write, when `created`).
+    func changed(document: String, _ layer: LayerRef?, created: Bool = false) async {
+        guard let layer else { return }
+        if created { await listeners.post(.created(layer: layer.name), document: document) }
+        await listeners.post(.revision(layer: layer.name, layer.revision), document: document)
     }
 }
 

@@ -35,8 +35,14 @@ import Testing
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            // Every sync took its own revision; exactly one shared update won.
-            let revisions = responses.map(\.1.revision).sorted()
+            // Every sync took its own revision (its response may also show later ones, read
+            // after it committed); exactly one shared update won.
+            let revisions = responses.compactMap { index, response in
+                response.changes.first { $0.id == "own-\(index)" }.map { change in
+                    #expect(response.revision >= change.revision)
+                    return change.revision
+                }
+            }.sorted()
             #expect(revisions == Array(2...Int64(clients + 1)))
             #expect(responses.allSatisfy { $0.1.results.first?.accepted == true })
             let winners = responses.filter { $0.1.results.last?.accepted == true }

@@ -194,7 +194,9 @@ import Testing
             try await server.upload("d", samplePDF(2_000))
             #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name":"l"}"#).status == 201)
             let token = try await server.token(document: "d", layer: "l")
-            async let listening = server.client(.GET, "d", "listen?revision=0&timeout=30", token: token)
+            let epoch = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self).epoch
+            async let listening = server.client(
+                .GET, "d", "listen?revision=0&epoch=\(epoch)&timeout=30", token: token)
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await server.api(.DELETE, "/documents/d/layers/l").status == 204)
             let deleted = ContinuousClock.now

@@ -23,6 +23,7 @@ struct TestServer {
     /// `dataDirectory`, when given, is used (and left in place) instead of a fresh one.
     static func with<T: Sendable>(
         maxPayloadSize: Int = 1 << 20, dataDirectory: URL? = nil, listenTimeout: Int = 5,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> T
     ) async throws -> T {
         let data =
@@ -30,10 +31,11 @@ struct TestServer {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
         defer { if dataDirectory == nil { try? FileManager.default.removeItem(at: data) } }
         let pair = JWTKeys.developmentKeyPair()
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             port: 0, dataDirectory: data, apiAuthToken: apiToken,
             jwtKey: try JWTKeyConfiguration(publicKey: pair.publicKey, algorithm: .es256),
             maxUploadSize: 8 << 20, maxPayloadSize: maxPayloadSize, maximumListenTimeout: listenTimeout)
+        configure(&configuration)
         let server = try await InstantServer(configuration: configuration)
         let app = server.application()
         return try await app.test(.live) { testClient in

@@ -23,6 +23,21 @@ public struct ServerConfiguration: Sendable {
     public var maxPayloadSize: Int
     /// `LISTEN_TIMEOUT_MAX_SECONDS`: the longest a listener may wait, default 60.
     public var maximumListenTimeout: Int
+    /// `MAX_CHANGES_PER_SYNC`: the most changes one sync may carry, default 10,000.
+    public var maxChangesPerSync = 10_000
+    /// `PAGE_MAX_RECORDS`: the most records one snapshot or changes page carries, default
+    /// 1,000; a page also ends once its records' content reaches 4 MiB.
+    public var pageLimits = PageLimits()
+    /// `MAX_ANNOTATIONS_LISTED`: the most annotations `GET /api/…/annotations` returns
+    /// before it says `truncated` (NDJSON streams them all), default 10,000.
+    public var maxAnnotationsListed = 10_000
+    /// `MAX_LISTENERS` and `MAX_LISTENERS_PER_LAYER`: parked listeners in all and on one
+    /// layer (defaults 10,000 and 2,000); past them, `503 serverBusy` with `Retry-After`.
+    public var maxListeners = 10_000
+    public var maxListenersPerLayer = 2_000
+    /// `IDLE_TIMEOUT_SECONDS`: a connection with no request in flight (or a request that
+    /// stops sending) is closed after this long, default 90.
+    public var idleTimeout = 90
 
     public init(
         host: String = "127.0.0.1", port: Int = 5000, dataDirectory: URL, apiAuthToken: String,
@@ -79,13 +94,24 @@ public struct ServerConfiguration: Sendable {
             problems.append(
                 "JWT_PUBLIC_KEY is not set: the PEM public key (or its file's path) client tokens are signed for")
         }
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, dataDirectory: URL(fileURLWithPath: data),
             apiAuthToken: token,
             jwtKey: key ?? JWTKeyConfiguration(unchecked: "", algorithm: algorithm ?? .rs256),
             maxUploadSize: integer("MAX_UPLOAD_SIZE_BYTES", 1 << 30, minimum: 1),
             maxPayloadSize: integer("MAX_PAYLOAD_SIZE_BYTES", 32 << 20, minimum: 1024),
             maximumListenTimeout: integer("LISTEN_TIMEOUT_MAX_SECONDS", 60, minimum: 1))
+        configuration.maxChangesPerSync = integer("MAX_CHANGES_PER_SYNC", 10_000, minimum: 1)
+        configuration.pageLimits.records = integer("PAGE_MAX_RECORDS", 1000, minimum: 1)
+        configuration.maxAnnotationsListed = integer("MAX_ANNOTATIONS_LISTED", 10_000, minimum: 1)
+        configuration.maxListeners = integer("MAX_LISTENERS", 10_000, minimum: 1)
+        configuration.maxListenersPerLayer = integer("MAX_LISTENERS_PER_LAYER", 2_000, minimum: 1)
+        configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1)
+        if configuration.idleTimeout <= configuration.maximumListenTimeout {
+            problems.append(
+                "IDLE_TIMEOUT_SECONDS (\(configuration.idleTimeout)) must be above LISTEN_TIMEOUT_MAX_SECONDS "
+                    + "(\(configuration.maximumListenTimeout)), or clients between two listens are cut off")
+        }
         if !problems.isEmpty { throw ConfigurationError(problems: problems) }
         self = configuration
     }

@@ -19,7 +19,10 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let failure = Self.protocolError(error)
-            if failure.code == .internal {
+            if error is CancellationError {
+                // The client went away (a listener's connection closed): nobody to answer.
+                context.logger.debug("request cancelled", metadata: ["path": "\(request.uri.path)"])
+            } else if failure.code == .internal {
                 context.logger.error(
                     "request failed",
                     metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
@@ -35,6 +38,7 @@ struct ErrorMiddleware: RouterMiddleware {
         switch error {
         case let error as ProtocolError: return error
         case is NIOTooManyBytesError: return ProtocolError(.payloadLimitExceeded, "the body is too large")
+        case is CancellationError: return ProtocolError(.serverBusy, "the request was cancelled")
         case let error as HTTPError where error.status == .notFound:
             return ProtocolError(.notFound, "no such route")
         case let error as HTTPError where error.status == .contentTooLarge:
@@ -51,8 +55,14 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 
     static func response(_ error: ProtocolError) -> Response {
-        JSONResponse.make(ErrorBody(error), status: .init(code: error.code.status))
+        var response = JSONResponse.make(ErrorBody(error), status: .init(code: error.code.status))
+        // At a limit: a client comes back after a pause, not at once.
+        if error.code == .serverBusy { response.headers[.retryAfter] = "\(retryAfterSeconds)" }
+        return response
     }
+
+    /// The `Retry-After` of a `503 serverBusy`.
+    static let retryAfterSeconds = 5
 }
 
 /// JSON responses.

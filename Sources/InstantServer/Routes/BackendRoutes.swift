@@ -64,12 +64,12 @@ struct BackendRoutes {
         try checkIdentifier(identifier, "document_id")
         try await server.uploads.reserve(identifier)
         do {
-            if try server.database.document(identifier) != nil {
+            if try await server.database.document(identifier) != nil {
                 throw ProtocolError(.alreadyExists, "a document with this document_id exists")
             }
             let stored = try await server.pdfs.ingestPDF(tenant: server.pdfTenant, document: identifier, chunks: chunks)
             guard stored.size > 0 else { throw ProtocolError(.invalidRequest, "the PDF is empty") }
-            let info = try server.database.insertDocument(
+            let info = try await server.database.insertDocument(
                 identifier: identifier, sha256: stored.sha256.hex, size: stored.size, title: title)
             await server.uploads.release(identifier)
             return JSONResponse.make(["data": info], status: .created)
@@ -80,12 +80,12 @@ struct BackendRoutes {
     }
 
     @Sendable func listDocuments(_ request: Request, context: ServerContext) async throws -> Response {
-        JSONResponse.make(["data": try server.database.documents()])
+        JSONResponse.make(["data": try await server.database.documents()])
     }
 
     @Sendable func documentInfo(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
-        guard let info = try server.database.document(identifier) else {
+        guard let info = try await server.database.document(identifier) else {
             throw ProtocolError(.notFound, "no document with this document_id")
         }
         return JSONResponse.make(["data": info])
@@ -95,7 +95,7 @@ struct BackendRoutes {
 
     @Sendable func listLayers(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
-        guard let info = try server.database.document(identifier) else {
+        guard let info = try await server.database.document(identifier) else {
             throw ProtocolError(.notFound, "no document with this document_id")
         }
         return JSONResponse.make(["data": info.layers ?? []])
@@ -109,16 +109,20 @@ struct BackendRoutes {
         let body = try await request.decodeJSON(NewLayer.self, limit: server.configuration.maxPayloadSize)
         try checkIdentifier(body.name, "layer name")
         guard !body.name.isEmpty else { throw ProtocolError(.alreadyExists, "the default layer \"\" always exists") }
-        let layer = try server.database.createLayer(document: identifier, name: body.name)
-        await server.changed(layer)
+        let layer = try await server.writes.run(document: identifier, layer: body.name) {
+            try await server.database.createLayer(document: identifier, name: body.name)
+        }
+        await server.changed(document: identifier, layer, created: true)
         return JSONResponse.make(["data": ["name": body.name]], status: .created)
     }
 
     @Sendable func deleteLayer(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
         let layer = try request.identifier("layer", context: context)
-        let deleted = try server.database.deleteLayer(document: identifier, name: layer)
-        await server.notifier.removed(layer: deleted.id)
+        try await server.writes.run(document: identifier, layer: layer) {
+            try await server.database.deleteLayer(document: identifier, name: layer)
+        }
+        await server.listeners.post(.removed(layer: layer), document: identifier)
         return Response(status: .noContent)
     }
 
@@ -132,14 +136,14 @@ struct BackendRoutes {
 
     @Sendable func listAnnotations(_ request: Request, context: ServerContext) async throws -> Response {
         let (document, layer) = try target(request, context)
-        let (_, snapshot) = try server.database.snapshot(document: document, layer: layer, create: false)
-        return JSONResponse.make(["data": snapshot.records])
+        let records = try await server.database.records(document: document, layer: layer).records
+        return JSONResponse.make(["data": records])
     }
 
     @Sendable func getAnnotation(_ request: Request, context: ServerContext) async throws -> Response {
         let (document, layer) = try target(request, context)
         let id = try request.identifier("annotation", context: context)
-        guard let record = try server.database.record(document: document, layer: layer, id: id) else {
+        guard let record = try await server.database.record(document: document, layer: layer, id: id) else {
             throw ProtocolError(.notFound, "no annotation with this id on the layer")
         }
         return JSONResponse.make(["data": record])
@@ -172,7 +176,7 @@ struct BackendRoutes {
         try InstantJSON.validateAnnotation(body.content)
         try await write(
             [ClientChange(changeId: 0, kind: .update, id: id, content: body.content)], document, layer, body.user_id)
-        guard let record = try server.database.record(document: document, layer: layer, id: id) else {
+        guard let record = try await server.database.record(document: document, layer: layer, id: id) else {
             throw ProtocolError(.notFound, "no annotation with this id on the layer")
         }
         return JSONResponse.make(["data": record])
@@ -187,8 +191,11 @@ struct BackendRoutes {
 
     /// Applies backend changes; a single refused change becomes the response's error.
     private func write(_ changes: [ClientChange], _ document: String, _ layer: String, _ user: String?) async throws {
-        let (ref, results) = try server.database.applyBackend(changes, document: document, layer: layer, userID: user)
-        await server.changed(ref)
+        let applied = try await server.writes.run(document: document, layer: layer) {
+            try await server.database.applyBackend(changes, document: document, layer: layer, userID: user)
+        }
+        await server.changed(document: document, applied.layer, created: applied.created)
+        let results = applied.results
         if changes.count == 1, let result = results.first, !result.accepted {
             let code: ErrorCode =
                 switch result.reason {
@@ -206,8 +213,8 @@ struct BackendRoutes {
     /// `GET …/instant_json`: the layer as an Instant JSON document.
     @Sendable func exportLayer(_ request: Request, context: ServerContext) async throws -> Response {
         let (document, layer) = try target(request, context)
-        let (_, snapshot) = try server.database.snapshot(document: document, layer: layer, create: false)
-        let annotations = snapshot.records.map { record -> JSONValue in
+        let records = try await server.database.records(document: document, layer: layer).records
+        let annotations = records.map { record -> JSONValue in
             guard case .object(var members) = record.content else { return record.content }
             members["id"] = .string(record.id)
             return .object(members)
@@ -242,11 +249,13 @@ struct BackendRoutes {
                 ClientChange(
                     changeId: Int64(index), kind: .create, id: id, content: .object(members)))
         }
-        let (ref, results) = try server.database.applyBackend(
-            changes, document: document, layer: layer, userID: nil, createReplaces: true)
-        await server.changed(ref)
+        let applied = try await server.writes.run(document: document, layer: layer) {
+            try await server.database.applyBackend(
+                changes, document: document, layer: layer, userID: nil, createReplaces: true)
+        }
+        await server.changed(document: document, applied.layer, created: applied.created)
         return JSONResponse.make([
-            "data": ["imported": results.filter(\.accepted).count, "revision": Int(ref.revision)]
+            "data": ["imported": applied.results.filter(\.accepted).count, "revision": Int(applied.layer.revision)]
         ])
     }
 }

@@ -15,6 +15,7 @@ struct ClientRoutes {
         client.get("documents/:document/pdf", use: PDFDownload(server: server).respond)
         client.get("documents/:document/snapshot", use: snapshot)
         client.post("documents/:document/sync", use: sync)
+        client.get("documents/:document/changes", use: changes)
         client.get("documents/:document/listen", use: listen)
     }
 
@@ -23,16 +24,37 @@ struct ClientRoutes {
         JSONResponse.make(["current": ProtocolVersion.current, "minimumSupported": ProtocolVersion.minimumSupported])
     }
 
-    /// `GET …/snapshot`: every record of the token's layer and its revision.
+    /// `GET …/snapshot[?epoch=E&after=NEXT]`: a page of the token's layer's live records.
     @Sendable func snapshot(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "reading the document")
-        let (_, snapshot) = try server.database.snapshot(
-            document: identity.documentID, layer: identity.layer, create: true)
+        let query = request.uri.queryParameters
+        let after = try query["after"].map { text throws(ProtocolError) in try PageCursor(text: text) }
+        let snapshot = try await server.database.snapshot(
+            document: identity.documentID, layer: identity.layer, epoch: query["epoch"].map(String.init),
+            after: after, limits: server.configuration.pageLimits)
         return JSONResponse.make(snapshot)
     }
 
-    /// `POST …/sync`: the client's pending changes in, verdicts and changes out.
+    /// `GET …/changes?epoch=E&since=N[&after=NEXT]`: a page of the records changed after
+    /// revision N (the pages that follow a sync's, or a fetch without a sync).
+    @Sendable func changes(_ request: Request, context: ServerContext) async throws -> Response {
+        let identity = try await server.identity(request, context)
+        try identity.require(.readDocument, for: "reading the document")
+        let query = request.uri.queryParameters
+        guard let since = query["since"].flatMap({ Int64($0) }), since >= 0 else {
+            throw ProtocolError(.invalidRequest, "changes needs ?since=N, the revision the client has")
+        }
+        let after = try query["after"].map { text throws(ProtocolError) in try PageCursor(text: text) }
+        let page = try await server.database.changes(
+            document: identity.documentID, layer: identity.layer, epoch: query["epoch"].map(String.init),
+            since: since, after: after, limits: server.configuration.pageLimits)
+        return JSONResponse.make(page)
+    }
+
+    /// `POST …/sync`: the client's pending changes in, verdicts and the first page of
+    /// changes out. The changes are applied in a write transaction; the page is read after
+    /// it commits, in a read snapshot.
     @Sendable func sync(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "syncing")
@@ -43,22 +65,43 @@ struct ClientRoutes {
                 .invalidRequest, "clientId must be 16 to 128 bytes, random and kept with the client's copy of the layer"
             )
         }
+        let cap = server.configuration.maxChangesPerSync
+        guard body.changes.count <= cap else {
+            throw ProtocolError(
+                .payloadLimitExceeded,
+                "a sync carries at most \(cap) changes (this one has \(body.changes.count)): send the first \(cap), then the rest"
+            )
+        }
         var seen = Set<Int64>()
         for change in body.changes where !seen.insert(change.changeId).inserted {
             throw ProtocolError(.invalidRequest, "changeId \(change.changeId) appears twice in one sync")
         }
         for change in body.changes { try checkIdentifier(change.id, "annotation id") }
-        let (layer, response) = try server.database.sync(
-            document: identity.documentID, layer: identity.layer, request: body, identity: identity)
-        await server.changed(layer)
+        var results: [ChangeResult] = []
+        var written: LayerRef?
+        if !body.changes.isEmpty {
+            let document = identity.documentID
+            let applied = try await server.writes.run(document: document, layer: identity.layer) {
+                try await server.database.applyClientChanges(
+                    document: document, layer: identity.layer, request: body, identity: identity)
+            }
+            await server.changed(document: document, applied.layer, created: applied.created)
+            results = applied.results
+            written = applied.layer
+        }
+        var response = try await server.database.changes(
+            document: identity.documentID, layer: identity.layer, epoch: written == nil ? body.epoch : nil,
+            since: body.baseRevision, after: nil, limits: server.configuration.pageLimits, layerID: written?.id)
+        response.results = results
         return JSONResponse.make(response)
     }
 
     /// `GET …/listen?revision=N&epoch=E&timeout=S`: returns once the layer passes revision N,
     /// or after S seconds (default 30, at most the server's maximum) with `changed: false`
     /// and the layer's revision. A graceful shutdown ends waiting listeners at once, the
-    /// same way. An epoch that is not the layer's, or N above its revision, gets
-    /// `resetRequired`.
+    /// same way; a closed connection releases its listener at once. A cursor the layer
+    /// cannot have given gets `resetRequired`, also when the layer is deleted or created
+    /// again while the listener waits.
     @Sendable func listen(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "listening")
@@ -67,36 +110,53 @@ struct ClientRoutes {
             throw ProtocolError(.invalidRequest, "listen needs ?revision=N, the last revision the client has")
         }
         let requested = query["timeout"].map { Double($0) } ?? 30
-        guard let requested, requested >= 0 else {
+        guard let requested, requested >= 0, requested.isFinite else {
             throw ProtocolError(.invalidRequest, "timeout must be a number of seconds")
         }
         let timeout = min(requested, Double(server.configuration.maximumListenTimeout))
-        let layer = try server.database.layerRef(document: identity.documentID, layer: identity.layer)
-        // A cursor the layer cannot have given (a re-created layer, a future revision).
-        try ServerDatabase.checkCursor(epoch: query["epoch"].map(String.init), revision: after, of: layer)
-        if layer.revision > after {
-            return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: layer.revision, changed: true))
+        let epoch = query["epoch"].map(String.init)
+        let server = self.server
+        let answer = try await request.body.consumeWithCancellationOnInboundClose { _ in
+            try await withGracefulShutdownHandler {
+                try await Self.waitForChange(
+                    server: server, identity: identity, epoch: epoch, after: after, timeout: timeout)
+            } onGracefulShutdown: {
+                Task { await server.listeners.close() }
+            }
         }
-        let notifier = server.notifier
-        let woken = await withGracefulShutdownHandler {
-            await notifier.wait(layer: layer.id, after: after, timeout: .seconds(timeout))
-        } onGracefulShutdown: {
-            Task { await notifier.close() }
+        // Watching for the client's close consumes the connection: it is not reused (and
+        // says so, so no client sends its next request down it).
+        var response = JSONResponse.make(answer)
+        response.headers[.connection] = "close"
+        return response
+    }
+
+    /// Reads the layer, parks until something concerns it, and reads again, until it
+    /// passed `after` or the time is up.
+    private static func waitForChange(
+        server: InstantServer, identity: ClientIdentity, epoch: String?, after: Int64, timeout: Double
+    ) async throws -> ListenResponse {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        let interestBase = ListenerRegistry.Interest(
+            document: identity.documentID, layer: identity.layer, unwritten: false, after: after)
+        while true {
+            let generation = await server.listeners.generation(of: identity.documentID)
+            let view = try await server.database.view(document: identity.documentID, layer: identity.layer)
+            try view.check(epoch: epoch, revision: after)
+            let remaining = deadline - ContinuousClock.now
+            if view.revision > after || remaining <= .zero || Task.isCancelled {
+                return ListenResponse(epoch: view.epoch, revision: view.revision, changed: view.revision > after)
+            }
+            var interest = interestBase
+            interest.unwritten = view.stored == nil
+            let woken = try await server.listeners.wait(interest, generation: generation, timeout: remaining)
+            if !woken {
+                // Timed out, cancelled or shutting down: answer with the layer as it is.
+                let view = try await server.database.view(document: identity.documentID, layer: identity.layer)
+                try view.check(epoch: epoch, revision: after)
+                return ListenResponse(epoch: view.epoch, revision: view.revision, changed: view.revision > after)
+            }
         }
-        if let woken, woken != RevisionNotifier.deleted {
-            return JSONResponse.make(ListenResponse(epoch: layer.epoch, revision: woken, changed: true))
-        }
-        // Read again without creating: a layer deleted while the listener waited (which
-        // woke it) stays gone, and the listener learns to reset.
-        let now: LayerRef
-        do {
-            now = try server.database.layerRef(document: identity.documentID, layer: identity.layer, create: false)
-        } catch let error as ProtocolError where error.code == .notFound {
-            throw ProtocolError(.resetRequired, "the layer was deleted while listening: take a snapshot")
-        }
-        try ServerDatabase.checkCursor(epoch: layer.epoch, revision: 0, of: now)
-        return JSONResponse.make(
-            ListenResponse(epoch: now.epoch, revision: now.revision, changed: now.revision > after))
     }
 }
 

@@ -14,7 +14,7 @@ struct PDFDownload {
     @Sendable func respond(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.download, for: "downloading the PDF")
-        guard let info = try server.database.document(identity.documentID), let hash = BlobHash(hex: info.sha256),
+        guard let info = try await server.database.document(identity.documentID), let hash = BlobHash(hex: info.sha256),
             let stored = try server.pdfs.pdf(tenant: server.pdfTenant, document: identity.documentID)
         else { throw ProtocolError(.notFound, "no document with this document_id") }
         let etag = "\"\(info.sha256)\""

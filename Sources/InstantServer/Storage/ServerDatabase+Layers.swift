@@ -2,12 +2,99 @@ import Foundation
 import GRDB
 import InstantProtocol
 
-/// A layer row: its id and current revision.
+/// A stored layer row.
 struct LayerRef: Sendable, Equatable {
     var id: Int64
+    var documentID: Int64
+    var name: String
     var revision: Int64
     /// Random, new each time the layer is created: see ``LayerSnapshot/epoch``.
     var epoch: String
+    /// The epoch a cursor on the layer it was forked from carries (``LayerView/epoch`` of
+    /// that view), valid here up to ``forkRevision``; nil for a default layer.
+    var forkEpoch: String?
+    var forkRevision: Int64
+
+    init(row: Row) {
+        id = row["id"]
+        documentID = row["documentId"]
+        name = String(blob: row["name"])
+        revision = row["revision"]
+        epoch = row["epoch"]
+        forkEpoch = row["forkEpoch"]
+        forkRevision = row["forkRevision"]
+    }
+}
+
+/// A layer as a request sees it: stored, or a named layer never written, which reads as
+/// its document's default layer until its first write creates it.
+enum LayerView: Sendable, Equatable {
+    case stored(LayerRef)
+    case unwritten(name: String, defaultLayer: LayerRef)
+
+    /// The epoch clients see. An unwritten layer's is derived from the default layer's, so
+    /// it changes if the document is uploaded again, and never equals a stored layer's.
+    var epoch: String {
+        switch self {
+        case .stored(let ref): ref.epoch
+        case .unwritten(_, let base): Self.unwrittenEpoch(of: base)
+        }
+    }
+
+    static func unwrittenEpoch(of base: LayerRef) -> String { "v" + base.epoch }
+
+    var revision: Int64 {
+        switch self {
+        case .stored(let ref): ref.revision
+        case .unwritten(_, let base): base.revision
+        }
+    }
+
+    /// The layer whose records this view reads.
+    var recordsLayer: LayerRef {
+        switch self {
+        case .stored(let ref): ref
+        case .unwritten(_, let base): base
+        }
+    }
+
+    var stored: LayerRef? {
+        if case .stored(let ref) = self { return ref }
+        return nil
+    }
+
+    var documentID: Int64 { recordsLayer.documentID }
+
+    var name: String {
+        switch self {
+        case .stored(let ref): ref.name
+        case .unwritten(let name, _): name
+        }
+    }
+
+    /// Refuses a client cursor this view cannot have given: an epoch that is neither this
+    /// view's nor (for a fork) the epoch of the view it was forked from up to the fork; a
+    /// revision above the view's; a revision above 0 without an epoch.
+    func check(epoch: String?, revision: Int64) throws(ProtocolError) {
+        guard let epoch else {
+            guard revision == 0 else {
+                throw ProtocolError(
+                    .resetRequired, "a cursor at revision \(revision) must send its epoch: take a snapshot")
+            }
+            return
+        }
+        if epoch == self.epoch {
+            guard revision <= self.revision else {
+                throw ProtocolError(
+                    .resetRequired, "revision \(revision) is past the layer's \(self.revision): take a snapshot")
+            }
+            return
+        }
+        if let ref = stored, epoch == ref.forkEpoch, revision <= ref.forkRevision { return }
+        throw ProtocolError(
+            .resetRequired,
+            "the layer was deleted or created again since epoch \(epoch) (it is now \(self.epoch)): take a snapshot")
+    }
 }
 
 extension ServerDatabase {
@@ -15,9 +102,9 @@ extension ServerDatabase {
 
     /// Records an uploaded document with its default layer; `alreadyExists` if the
     /// identifier is taken.
-    func insertDocument(identifier: String, sha256: String, size: Int64, title: String?) throws -> DocumentInfo {
-        try write { db in
-            if try documentID(identifier, in: db) != nil {
+    func insertDocument(identifier: String, sha256: String, size: Int64, title: String?) async throws -> DocumentInfo {
+        try await write { db in
+            if try Self.documentID(identifier, in: db) != nil {
                 throw ProtocolError(.alreadyExists, "a document with this document_id exists; delete it first")
             }
             let now = Date()
@@ -36,8 +123,8 @@ extension ServerDatabase {
     }
 
     /// Every document, oldest first.
-    func documents() throws -> [DocumentInfo] {
-        try read { db in
+    func documents() async throws -> [DocumentInfo] {
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM document ORDER BY id").map { row in
                 DocumentInfo(
                     documentId: String(blob: row["identifier"]), sha256: row["sha256"], size: row["size"],
@@ -47,8 +134,8 @@ extension ServerDatabase {
     }
 
     /// One document with its layer names, or nil.
-    func document(_ identifier: String) throws -> DocumentInfo? {
-        try read { db in
+    func document(_ identifier: String) async throws -> DocumentInfo? {
+        try await read { db in
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM document WHERE identifier = ?", arguments: [identifier.blob])
@@ -62,123 +149,100 @@ extension ServerDatabase {
         }
     }
 
-    /// Deletes a document with its layers and records; returns the PDF's hash.
-    func deleteDocument(_ identifier: String) throws -> String {
-        try write { db in
+    /// Deletes a document with its layers and records; returns its row id (to wake its
+    /// listeners) and the PDF's hash.
+    func deleteDocument(_ identifier: String) async throws -> (id: Int64, sha256: String) {
+        try await write { db in
             guard
-                let sha = try String.fetchOne(
-                    db, sql: "SELECT sha256 FROM document WHERE identifier = ?", arguments: [identifier.blob])
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT id, sha256 FROM document WHERE identifier = ?", arguments: [identifier.blob])
             else { throw ProtocolError(.notFound, "no document with this document_id") }
-            try db.execute(sql: "DELETE FROM document WHERE identifier = ?", arguments: [identifier.blob])
-            return sha
+            try db.execute(sql: "DELETE FROM document WHERE id = ?", arguments: [row[0] as Int64])
+            return (row[0], row[1])
         }
     }
 
-    func documentID(_ identifier: String, in db: Database) throws -> Int64? {
+    static func documentID(_ identifier: String, in db: Database) throws -> Int64? {
         try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM document WHERE identifier = ?"), arguments: [identifier.blob])
     }
 
     // MARK: Layers
 
-    /// The layer, created as a copy of the document's default layer when `create` is set.
-    /// Throws `notFound` for an unknown document, or an unknown layer when not creating.
-    func layer(document: String, name: String, create: Bool, in db: Database) throws -> LayerRef {
+    /// How a request sees the layer `name` of `document`: `notFound` for an unknown
+    /// document; a named layer never written reads as the default layer.
+    static func view(document: String, name: String, in db: Database) throws -> LayerView {
         guard let documentID = try documentID(document, in: db) else {
             throw ProtocolError(.notFound, "no document with this document_id")
         }
-        let select = try db.cachedStatement(
-            sql: "SELECT id, revision, epoch FROM layer WHERE documentId = ? AND name = ?")
+        let select = try db.cachedStatement(sql: "SELECT * FROM layer WHERE documentId = ? AND name = ?")
         if let row = try Row.fetchOne(select, arguments: [documentID, name.blob]) {
-            return LayerRef(id: row[0], revision: row[1], epoch: row[2])
+            return .stored(LayerRef(row: row))
         }
-        guard create else { throw ProtocolError(.notFound, "the document has no layer with this name") }
-        guard let base = try Row.fetchOne(select, arguments: [documentID, "".blob]) else {
+        guard !name.isEmpty, let base = try Row.fetchOne(select, arguments: [documentID, "".blob]) else {
             throw ProtocolError(.internal, "the document has no default layer")
         }
-        let baseID: Int64 = base[0]
-        let copied =
-            try Int64.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM record WHERE layerId = ? AND deleted = 0", arguments: [baseID]) ?? 0
-        let revision: Int64 = copied > 0 ? 1 : 0
-        try db.execute(
-            sql: """
-                INSERT INTO layer (documentId, name, revision, createdAt, epoch)
-                VALUES (?, ?, ?, ?, lower(hex(randomblob(8))))
-                """,
-            arguments: [documentID, name.blob, revision, Date()])
-        let id = db.lastInsertedRowID
-        let epoch = try String.fetchOne(db, sql: "SELECT epoch FROM layer WHERE id = ?", arguments: [id]) ?? ""
-        try db.execute(
-            sql: """
-                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted)
-                SELECT ?, annotationId, content, createdBy, updatedBy, 1, 0 FROM record
-                WHERE layerId = ? AND deleted = 0
-                """, arguments: [id, baseID])
-        return LayerRef(id: id, revision: revision, epoch: epoch)
+        return .unwritten(name: name, defaultLayer: LayerRef(row: base))
     }
 
-    /// Creates a named layer as a copy of the default layer; `alreadyExists` if it exists.
-    func createLayer(document: String, name: String) throws -> LayerRef {
-        try write { db in
-            if (try? layer(document: document, name: name, create: false, in: db)) != nil {
+    /// Creates the layer `name` as a fork of `source`: every record row (tombstones too)
+    /// with its revision, so the fork's history up to now is the source's and a cursor on
+    /// the source's view stays valid on the fork.
+    static func fork(_ source: LayerRef, as name: String, in db: Database) throws -> LayerRef {
+        // Only a fork of the default layer continues a view clients could have read (the
+        // unwritten layer's); a copy of another named layer starts a history of its own.
+        let sourceEpoch = source.name.isEmpty ? LayerView.unwrittenEpoch(of: source) : nil
+        try db.execute(
+            sql: """
+                INSERT INTO layer (documentId, name, revision, createdAt, epoch, forkEpoch, forkRevision)
+                VALUES (?, ?, ?, ?, lower(hex(randomblob(8))), ?, ?)
+                """,
+            arguments: [source.documentID, name.blob, source.revision, Date(), sourceEpoch, source.revision])
+        let id = db.lastInsertedRowID
+        try db.execute(
+            sql: """
+                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
+                SELECT ?, annotationId, content, createdBy, updatedBy, revision, deleted, writer FROM record
+                WHERE layerId = ?
+                """, arguments: [id, source.id])
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM layer WHERE id = ?", arguments: [id]) else {
+            throw ProtocolError(.internal, "a new layer vanished in its own transaction")
+        }
+        return LayerRef(row: row)
+    }
+
+    /// Creates a named layer as a copy of `source` (default: the default layer);
+    /// `alreadyExists` if it exists.
+    func createLayer(document: String, name: String, source: String = "") async throws -> LayerRef {
+        try await write { db in
+            guard case .unwritten = try Self.view(document: document, name: name, in: db) else {
                 throw ProtocolError(.alreadyExists, "the document already has a layer with this name")
             }
-            return try layer(document: document, name: name, create: true, in: db)
+            guard let from = try Self.view(document: document, name: source, in: db).stored else {
+                throw ProtocolError(.notFound, "the document has no layer \"\(source)\" to copy")
+            }
+            return try Self.fork(from, as: name, in: db)
         }
     }
 
     /// Deletes a named layer and its records. The default layer stays while its document does.
     /// Returns the deleted layer, so its listeners can be told.
     @discardableResult
-    func deleteLayer(document: String, name: String) throws -> LayerRef {
+    func deleteLayer(document: String, name: String) async throws -> LayerRef {
         guard !name.isEmpty else {
             throw ProtocolError(.invalidRequest, "the default layer cannot be deleted; delete the document instead")
         }
-        return try write { db in
-            let ref = try layer(document: document, name: name, create: false, in: db)
+        return try await write { db in
+            guard let ref = try Self.view(document: document, name: name, in: db).stored else {
+                throw ProtocolError(.notFound, "the document has no layer with this name")
+            }
             try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [ref.id])
             return ref
         }
     }
 
-    /// Every live record of a layer and its revision, in one snapshot. With `create`, a
-    /// named layer that does not exist yet is made as a copy of the default layer.
-    func snapshot(document: String, layer name: String, create: Bool) throws -> (LayerRef, LayerSnapshot) {
-        do {
-            return try read { db in try snapshot(document: document, layer: name, create: false, in: db) }
-        } catch let error as ProtocolError where error.code == .notFound && create {
-            // A client's first look at a named layer creates it, which needs the writer.
-            return try write { db in try snapshot(document: document, layer: name, create: true, in: db) }
-        }
-    }
-
-    private func snapshot(document: String, layer name: String, create: Bool, in db: Database) throws -> (
-        LayerRef, LayerSnapshot
-    ) {
-        let ref = try layer(document: document, name: name, create: create, in: db)
-        let records = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT annotationId, content, createdBy, updatedBy FROM record
-                    WHERE layerId = ? AND deleted = 0 ORDER BY annotationId
-                    """), arguments: [ref.id]
-        ).map { row in
-            AnnotationRecord(
-                id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),
-                createdBy: row[2], updatedBy: row[3])
-        }
-        return (ref, LayerSnapshot(epoch: ref.epoch, revision: ref.revision, records: records))
-    }
-}
-
-extension ServerDatabase {
-    /// The layer's id and revision, creating a named layer on first use.
-    func layerRef(document: String, layer name: String, create: Bool = true) throws -> LayerRef {
-        do {
-            return try read { db in try layer(document: document, name: name, create: false, in: db) }
-        } catch let error as ProtocolError where error.code == .notFound && create {
-            return try write { db in try layer(document: document, name: name, create: true, in: db) }
-        }
+    /// How a request sees a layer now (a read; nothing is created).
+    func view(document: String, layer name: String) async throws -> LayerView {
+        try await read { db in try Self.view(document: document, name: name, in: db) }
     }
 }

@@ -23,23 +23,29 @@ extension ServerDatabase {
     /// lost can be sent again and get them: 7 days (docs/PROTOCOL.md).
     static let replayWindow: TimeInterval = 7 * 86400
 
-    /// Applies a client's changes in order, first come first win, and returns the verdicts,
-    /// the new revision and every change since the client's base revision: one transaction.
+    /// Applies a client's changes in order, first come first win, in one transaction, and
+    /// returns the verdicts and the layer after them (`created` when this write created it).
     ///
     /// A change this client sent before (same `clientId` and `changeId`) gets its recorded
-    /// verdict and is not applied again. A base above the layer's revision, or an epoch
-    /// that is not the layer's, is refused with `resetRequired`.
-    func sync(document: String, layer name: String, request: SyncRequest, identity: ClientIdentity) throws -> (
-        LayerRef, SyncResponse
-    ) {
-        try write { db in
-            let ref = try layer(document: document, name: name, create: true, in: db)
-            try Self.checkCursor(epoch: request.epoch, revision: request.baseRevision, of: ref)
-            if request.baseRevision > 0 && request.epoch == nil {
-                // A cursor without an epoch (saved under protocol 1): it cannot be trusted.
-                throw ProtocolError(
-                    .resetRequired,
-                    "a sync from revision \(request.baseRevision) must send the epoch it came with: take a snapshot")
+    /// verdict and is not applied again. A cursor the layer cannot have given is refused
+    /// with `resetRequired`. An unwritten named layer is created here, as a fork of the
+    /// default layer, so the client's cursor on its view stays valid.
+    func applyClientChanges(document: String, layer name: String, request: SyncRequest, identity: ClientIdentity)
+        async throws -> (layer: LayerRef?, created: Bool, results: [ChangeResult])
+    {
+        let canWrite = identity.permissions.contains(.write)
+        return try await write { db in
+            let view = try Self.view(document: document, name: name, in: db)
+            try view.check(epoch: request.epoch, revision: request.baseRevision)
+            let ref: LayerRef
+            switch view {
+            case .stored(let stored): ref = stored
+            case .unwritten(let name, let base):
+                // A token that may not write creates nothing: every change is refused.
+                guard canWrite else {
+                    return (nil, false, request.changes.map(Self.writeRefused))
+                }
+                ref = try Self.fork(base, as: name, in: db)
             }
             // Verdicts past the window go, a few hundred per sync across all layers, so
             // no sync pays for a large cleanup and quiet layers are cleaned too.
@@ -52,43 +58,42 @@ extension ServerDatabase {
             // borrow its verdicts or its immunity from conflicts.
             let authority = WriteAuthority(
                 userID: identity.userID, baseRevision: request.baseRevision,
-                clientID: "\(identity.userID ?? "")\u{1F}\(request.clientId)",
-                canWrite: identity.permissions.contains(.write))
-            let (results, revision) = try apply(request.changes, to: ref, authority: authority, in: db)
-            let changes = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT annotationId, revision, deleted, content, createdBy, updatedBy FROM record
-                        WHERE layerId = ? AND revision > ? ORDER BY revision, annotationId
-                        """), arguments: [ref.id, request.baseRevision]
-            ).map { row in
-                let deleted: Bool = row[2]
-                return ServerChange(
-                    id: String(blob: row[0]), revision: row[1], deleted: deleted,
-                    content: deleted ? nil : try JSONValue.parse((row[3] as String).utf8),
-                    createdBy: row[4], updatedBy: row[5])
-            }
-            return (
-                LayerRef(id: ref.id, revision: revision, epoch: ref.epoch),
-                SyncResponse(epoch: ref.epoch, revision: revision, results: results, changes: changes)
-            )
+                clientID: "\(identity.userID ?? "")\u{1F}\(request.clientId)", canWrite: canWrite)
+            let (results, revision) = try Self.apply(request.changes, to: ref, authority: authority, in: db)
+            var after = ref
+            after.revision = revision
+            return (after, view.stored == nil, results)
         }
     }
 
-    /// Applies backend changes (no conflict check) to a layer; returns the verdicts and the
-    /// layer after them.
+    /// Applies backend changes (no conflict check) to a layer, creating an unwritten named
+    /// layer; returns the verdicts and the layer after them.
     ///
     /// With `createReplaces`, a `create` of an annotation that exists replaces it.
     func applyBackend(
         _ changes: [ClientChange], document: String, layer name: String, userID: String?,
         createReplaces: Bool = false
-    ) throws -> (LayerRef, [ChangeResult]) {
-        try write { db in
-            let ref = try layer(document: document, name: name, create: false, in: db)
+    ) async throws -> (layer: LayerRef, created: Bool, results: [ChangeResult]) {
+        try await write { db in
+            let view = try Self.view(document: document, name: name, in: db)
+            let ref: LayerRef
+            switch view {
+            case .stored(let stored): ref = stored
+            case .unwritten(let name, let base): ref = try Self.fork(base, as: name, in: db)
+            }
             let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
-            let (results, revision) = try apply(changes, to: ref, authority: authority, in: db)
-            return (LayerRef(id: ref.id, revision: revision, epoch: ref.epoch), results)
+            let (results, revision) = try Self.apply(changes, to: ref, authority: authority, in: db)
+            var after = ref
+            after.revision = revision
+            return (after, view.stored == nil, results)
         }
+    }
+
+    /// The verdict on a change sent with a token that may not write.
+    static func writeRefused(_ change: ClientChange) -> ChangeResult {
+        ChangeResult(
+            changeId: change.changeId, accepted: false, reason: .permissionDenied,
+            message: "the token does not allow writing")
     }
 
     /// SHA-256 of a change as sent (kind, id, canonical content).
@@ -102,31 +107,17 @@ extension ServerDatabase {
         return Data(hasher.finalize())
     }
 
-    /// Refuses a client cursor the layer cannot have given: an epoch not the layer's (it
-    /// was deleted and created again since), or a revision above the layer's.
-    static func checkCursor(epoch: String?, revision: Int64, of ref: LayerRef) throws {
-        if let epoch, epoch != ref.epoch {
-            throw ProtocolError(
-                .resetRequired,
-                "the layer was created again since epoch \(epoch) (it is now \(ref.epoch)): take a snapshot")
-        }
-        if revision > ref.revision {
-            throw ProtocolError(
-                .resetRequired, "revision \(revision) is past the layer's \(ref.revision): take a snapshot")
-        }
-    }
-
-    /// One record of a layer, or nil.
-    func record(document: String, layer name: String, id: String) throws -> AnnotationRecord? {
-        try read { db in
-            let ref = try layer(document: document, name: name, create: false, in: db)
+    /// One live record of a layer (or of the default layer, for an unwritten one), or nil.
+    func record(document: String, layer name: String, id: String) async throws -> AnnotationRecord? {
+        try await read { db in
+            let view = try Self.view(document: document, name: name, in: db)
             guard
                 let row = try Row.fetchOne(
                     db,
                     sql: """
                         SELECT content, createdBy, updatedBy FROM record
                         WHERE layerId = ? AND annotationId = ? AND deleted = 0
-                        """, arguments: [ref.id, id.blob])
+                        """, arguments: [view.recordsLayer.id, id.blob])
             else { return nil }
             return AnnotationRecord(
                 id: id, content: try JSONValue.parse((row[0] as String).utf8), createdBy: row[1],
@@ -142,7 +133,7 @@ extension ServerDatabase {
     ///   changed may be changed again.
     ///
     /// All accepted changes share one new revision.
-    private func apply(
+    private static func apply(
         _ changes: [ClientChange], to ref: LayerRef, authority: WriteAuthority, in db: Database
     ) throws -> ([ChangeResult], Int64) {
         let next = ref.revision + 1
@@ -197,7 +188,7 @@ extension ServerDatabase {
                     ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
             }
             guard authority.canWrite else {
-                reject(.permissionDenied, "the token does not allow writing")
+                results.append(Self.writeRefused(change))
                 continue
             }
             let existing = try Row.fetchOne(select, arguments: [ref.id, change.id.blob])

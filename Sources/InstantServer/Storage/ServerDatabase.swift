@@ -83,12 +83,26 @@ public final class ServerDatabase: Sendable {
             }
             try db.create(index: "appliedChange_age", on: "appliedChange", columns: ["appliedAt"])
         }
+        migrator.registerMigration("server-v3") { db in
+            // A named layer is forked from another with its history (revisions and
+            // tombstones kept), so a cursor on the source taken before the fork stays
+            // valid on the fork: `forkEpoch` is the epoch such a cursor carries, and
+            // `forkRevision` the source's revision at the fork.
+            try db.alter(table: "layer") { t in
+                t.add(column: "forkEpoch", .text)
+                t.add(column: "forkRevision", .integer).notNull().defaults(to: 0)
+            }
+            // Pages of changes are read in (revision, annotationId) order from a cursor.
+            try db.drop(index: "record_by_revision")
+            try db.create(index: "record_by_revision", on: "record", columns: ["layerId", "revision", "annotationId"])
+        }
         return migrator
     }
 
-    /// Runs `body` in an IMMEDIATE transaction.
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction { db in
+    /// Runs `body` in an IMMEDIATE transaction on GRDB's writer queue; the calling task
+    /// waits without holding a thread of Swift's cooperative pool.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.writeWithoutTransaction { db in
             var result: T?
             try db.inTransaction(.immediate) {
                 result = try body(db)
@@ -99,7 +113,11 @@ public final class ServerDatabase: Sendable {
         }
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws -> T { try pool.read(body) }
+    /// Runs `body` in a read transaction (a WAL snapshot; writers are not blocked), off
+    /// Swift's cooperative pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.read(body)
+    }
 }
 
 /// A stored document.

@@ -1,0 +1,134 @@
+import Foundation
+import InstantProtocol
+
+/// The listeners parked on layers, what wakes them, and how many may park.
+///
+/// A listener reads the layer, and parks only if nothing it waits for happened since: it
+/// takes ``generation(of:)`` *before* its read and hands it to ``wait(_:generation:timeout:)``,
+/// which returns at once if any event for the document was posted in between. Events are
+/// posted after their write commits. A woken listener reads the layer again to answer.
+actor ListenerRegistry {
+    /// What a parked listener waits for.
+    struct Interest: Sendable {
+        var document: String
+        var layer: String
+        /// The layer did not exist when read: the default layer's writes and the layer's
+        /// creation concern it.
+        var unwritten: Bool
+        /// The revision the listener has.
+        var after: Int64
+    }
+
+    /// Something that happened to a document's layers.
+    enum Event: Sendable {
+        case revision(layer: String, Int64)
+        case created(layer: String)
+        case removed(layer: String)
+        case documentRemoved
+    }
+
+    /// How many listeners may park in all, and on one layer.
+    struct Limits: Sendable {
+        var total: Int
+        var perLayer: Int
+    }
+
+    private struct Waiter {
+        let interest: Interest
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct LayerKey: Hashable {
+        var document: String
+        var layer: String
+    }
+
+    private let limits: Limits
+    private var waiters: [String: [UUID: Waiter]] = [:]
+    private var perLayer: [LayerKey: Int] = [:]
+    private var total = 0
+    private var generations: [String: UInt64] = [:]
+    private var closed = false
+
+    init(limits: Limits) { self.limits = limits }
+
+    /// A number that moves whenever an event is posted for `document`.
+    func generation(of document: String) -> UInt64 { generations[document, default: 0] }
+
+    /// Parks until an event that concerns `interest` (true), or `timeout`, cancellation of
+    /// the calling task or a shutdown (false). Returns true at once when an event was posted
+    /// for the document since `generation`. Past the limits, `serverBusy`.
+    func wait(_ interest: Interest, generation: UInt64, timeout: Duration) async throws(ProtocolError) -> Bool {
+        if closed { return false }
+        if generations[interest.document, default: 0] != generation { return true }
+        let key = LayerKey(document: interest.document, layer: interest.layer)
+        guard total < limits.total else {
+            throw ProtocolError(.serverBusy, "the server has \(limits.total) listeners waiting; listen again later")
+        }
+        guard perLayer[key, default: 0] < limits.perLayer else {
+            throw ProtocolError(.serverBusy, "this layer has \(limits.perLayer) listeners waiting; listen again later")
+        }
+        let id = UUID()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.finish(interest.document, id, woken: false)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Cancelled before it parked (its handler found nothing to end): do not park.
+                if Task.isCancelled {
+                    continuation.resume(returning: false)
+                    return
+                }
+                waiters[interest.document, default: [:]][id] = Waiter(interest: interest, continuation: continuation)
+                perLayer[key, default: 0] += 1
+                total += 1
+            }
+        } onCancel: {
+            // The connection closed (or the server stops): release the listener at once.
+            Task { await self.finish(interest.document, id, woken: false) }
+        }
+    }
+
+    /// Wakes every listener of `document` that `event` concerns.
+    func post(_ event: Event, document: String) {
+        generations[document, default: 0] &+= 1
+        guard let list = waiters[document] else { return }
+        for (id, waiter) in list where Self.concerns(event, waiter.interest) {
+            finish(document, id, woken: true)
+        }
+    }
+
+    private static func concerns(_ event: Event, _ interest: Interest) -> Bool {
+        switch event {
+        case .revision(let layer, let revision):
+            guard revision > interest.after else { return false }
+            return layer == interest.layer || (layer.isEmpty && interest.unwritten)
+        case .created(let layer), .removed(let layer): return layer == interest.layer
+        case .documentRemoved: return true
+        }
+    }
+
+    private func finish(_ document: String, _ id: UUID, woken: Bool) {
+        guard let waiter = waiters[document]?.removeValue(forKey: id) else { return }
+        if waiters[document]?.isEmpty == true { waiters[document] = nil }
+        let key = LayerKey(document: document, layer: waiter.interest.layer)
+        perLayer[key, default: 1] -= 1
+        if perLayer[key] == 0 { perLayer[key] = nil }
+        total -= 1
+        waiter.continuation.resume(returning: woken)
+    }
+
+    /// Ends every wait now and every later one at once: the server is shutting down, and a
+    /// long poll must not hold the shutdown for its whole timeout.
+    func close() {
+        closed = true
+        for (document, list) in waiters {
+            for id in list.keys { finish(document, id, woken: false) }
+        }
+    }
+
+    /// How many listeners are parked.
+    var waiting: Int { total }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import GRDB
+import InstantProtocol
+
+/// How much one response may carry: at most `records` records, and no more records once
+/// their content reaches `bytes` (a page always holds at least one).
+public struct PageLimits: Sendable, Equatable {
+    public var records: Int
+    public var bytes: Int
+
+    public init(records: Int = 1000, bytes: Int = 4 << 20) {
+        self.records = max(1, records)
+        self.bytes = max(1, bytes)
+    }
+}
+
+/// Where the next page starts: after this revision and annotation id (changes), or after
+/// this annotation id (snapshot). Opaque to clients: `<revision>.<hex of the id's UTF-8>`.
+struct PageCursor: Sendable, Equatable {
+    var revision: Int64
+    var id: Data
+
+    var text: String { "\(revision)." + id.map { String(format: "%02x", $0) }.joined() }
+
+    /// Parses a cursor this server made; anything else is `invalidRequest`.
+    init(text: some StringProtocol) throws(ProtocolError) {
+        let parts = String(text).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let revision = Int64(parts[0]), revision >= 0, parts[1].utf8.count % 2 == 0,
+            parts[1].utf8.count <= 2048, let id = Self.hexBytes(parts[1])
+        else { throw ProtocolError(.invalidRequest, "\"after\" is not a page cursor this server gave") }
+        self.revision = revision
+        self.id = id
+    }
+
+    init(revision: Int64, id: Data) {
+        self.revision = revision
+        self.id = id
+    }
+
+    private static func hexBytes(_ text: Substring) -> Data? {
+        var bytes = Data()
+        bytes.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8?
+        for char in text.utf8 {
+            let value: UInt8
+            switch char {
+            case 48...57: value = char - 48
+            case 97...102: value = char - 87
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return bytes
+    }
+}
+
+extension ServerDatabase {
+    /// A page of the records changed after `since` (and after `cursor`, when continuing),
+    /// ordered by revision then id, read in one snapshot that holds no write lock.
+    ///
+    /// With `layerID`, the page must come from that stored layer (the one a sync just
+    /// wrote, after checking the cursor): if it was deleted or created again since, the
+    /// client must reset. Otherwise the cursor (`epoch`, `since`) is checked here.
+    func changes(
+        document: String, layer name: String, epoch: String?, since: Int64, after cursor: PageCursor?,
+        limits: PageLimits, layerID: Int64? = nil
+    ) async throws -> SyncResponse {
+        try await read { db in
+            let view = try Self.view(document: document, name: name, in: db)
+            if let layerID {
+                // The write checked the client's cursor; this must still be that layer.
+                guard view.stored?.id == layerID else {
+                    throw ProtocolError(.resetRequired, "the layer was deleted or created again during this sync")
+                }
+            } else {
+                try view.check(epoch: epoch, revision: since)
+            }
+            if let cursor, cursor.revision < since {
+                throw ProtocolError(.invalidRequest, "\"after\" lies before \"since\"")
+            }
+            let columns = "annotationId, revision, deleted, content, createdBy, updatedBy, length(content)"
+            let statement =
+                cursor == nil
+                ? try db.cachedStatement(
+                    sql: """
+                        SELECT \(columns) FROM record WHERE layerId = ? AND revision > ?
+                        ORDER BY revision, annotationId LIMIT ?
+                        """)
+                : try db.cachedStatement(
+                    sql: """
+                        SELECT \(columns) FROM record WHERE layerId = ? AND (revision, annotationId) > (?, ?)
+                        ORDER BY revision, annotationId LIMIT ?
+                        """)
+            let layer = view.recordsLayer.id
+            let arguments: StatementArguments =
+                if let cursor { [layer, cursor.revision, cursor.id, limits.records + 1] } else {
+                    [layer, since, limits.records + 1]
+                }
+            var changes: [ServerChange] = []
+            var bytes = 0
+            var next: String?
+            let rows = try Row.fetchCursor(statement, arguments: arguments)
+            while let row = try rows.next() {
+                if changes.count == limits.records || bytes >= limits.bytes {
+                    if let last = changes.last {
+                        next = PageCursor(revision: last.revision, id: last.id.blob).text
+                    }
+                    break
+                }
+                let deleted: Bool = row[2]
+                changes.append(
+                    ServerChange(
+                        id: String(blob: row[0]), revision: row[1], deleted: deleted,
+                        content: deleted ? nil : try JSONValue.parse((row[3] as String).utf8),
+                        createdBy: row[4], updatedBy: row[5]))
+                bytes += (row[6] as Int?) ?? 0
+            }
+            return SyncResponse(epoch: view.epoch, revision: view.revision, results: [], changes: changes, next: next)
+        }
+    }
+
+    /// A page of a layer's live records ordered by id, after `cursor` when continuing (then
+    /// `epoch` must be the first page's). An unwritten named layer reads as the default layer.
+    func snapshot(document: String, layer name: String, epoch: String?, after cursor: PageCursor?, limits: PageLimits)
+        async throws -> LayerSnapshot
+    {
+        try await read { db in
+            let view = try Self.view(document: document, name: name, in: db)
+            if cursor != nil || epoch != nil {
+                guard let epoch, epoch == view.epoch else {
+                    throw ProtocolError(
+                        .resetRequired, "the layer was deleted or created again since the first page: start again")
+                }
+            }
+            // The first page has no lower bound: "" is an id too. (Two statements, so each
+            // page is a range scan of the primary key.)
+            let columns = "annotationId, content, createdBy, updatedBy, length(content)"
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(columns) FROM record WHERE layerId = ? AND deleted = 0
+                    \(cursor == nil ? "" : "AND annotationId > ?") ORDER BY annotationId LIMIT ?
+                    """)
+            let layer = view.recordsLayer.id
+            let arguments: StatementArguments =
+                if let cursor { [layer, cursor.id, limits.records + 1] } else { [layer, limits.records + 1] }
+            var records: [AnnotationRecord] = []
+            var bytes = 0
+            var next: String?
+            let rows = try Row.fetchCursor(statement, arguments: arguments)
+            while let row = try rows.next() {
+                if records.count == limits.records || bytes >= limits.bytes {
+                    if let last = records.last { next = PageCursor(revision: 0, id: last.id.blob).text }
+                    break
+                }
+                records.append(
+                    AnnotationRecord(
+                        id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),
+                        createdBy: row[2], updatedBy: row[3]))
+                bytes += row[4] as Int
+            }
+            return LayerSnapshot(epoch: view.epoch, revision: view.revision, records: records, next: next)
+        }
+    }
+}
+
+extension ServerDatabase {
+    /// A layer's live records ordered by id (an unwritten named layer's are the default
+    /// layer's), at most `limit` of them; `truncated` when more exist.
+    func records(document: String, layer name: String, limit: Int? = nil) async throws -> (
+        records: [AnnotationRecord], truncated: Bool
+    ) {
+        try await read { db in
+            let view = try Self.view(document: document, name: name, in: db)
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT annotationId, content, createdBy, updatedBy FROM record
+                        WHERE layerId = ? AND deleted = 0 ORDER BY annotationId LIMIT ?
+                        """), arguments: [view.recordsLayer.id, limit.map { $0 + 1 } ?? -1])
+            var records: [AnnotationRecord] = []
+            while let row = try rows.next() {
+                if let limit, records.count == limit { return (records, true) }
+                records.append(
+                    AnnotationRecord(
+                        id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),
+                        createdBy: row[2], updatedBy: row[3]))
+            }
+            return (records, false)
+        }
+    }
+}

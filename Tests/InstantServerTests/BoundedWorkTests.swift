@@ -1,0 +1,116 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+/// Pages, caps and limits: no request makes the server do unbounded work or hold
+/// unbounded resources.
+@Suite struct BoundedWorkTests {
+    @Test func snapshotsAndChangesComeInPagesAndMissNothingWrittenBetweenThem() async throws {
+        try await TestServer.with(configure: { $0.pageLimits.records = 10 }) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d", user: "ana")
+            let changes = (0..<25).map {
+                ClientChange(changeId: Int64($0), kind: .create, id: "a\($0)", content: annotation("\($0)"))
+            }
+            let pushed = try await server.sync(
+                "d", token: token, SyncRequest(clientId: "ana-0123456789abcdef", baseRevision: 0, changes: changes))
+            #expect(pushed.results.count == 25 && pushed.changes.count == 10 && pushed.next != nil)
+
+            // The rest of the changes, page by page; a record of the first page changes in between.
+            var seen = pushed.changes.map(\.id)
+            var next = pushed.next
+            var updated = false
+            var last = pushed
+            while let cursor = next {
+                if !updated {
+                    _ = try await server.api(.PUT, "/documents/d/annotations/a0", json: #"{"content":\#(note("new"))}"#)
+                    updated = true
+                }
+                let page = try await server.client(
+                    .GET, "d", "changes?since=0&epoch=\(pushed.epoch)&after=\(cursor)", token: token
+                ).json(SyncResponse.self)
+                #expect(page.changes.count <= 10)
+                seen += page.changes.map(\.id)
+                next = page.next
+                last = page
+            }
+            #expect(Set(seen) == Set(changes.map(\.id)))
+            #expect(seen.last == "a0", "the record changed between pages comes again, later")
+            #expect(last.revision == 2)
+
+            // A snapshot in pages: every record once, in id order.
+            var records: [String] = []
+            var after: String?
+            var first: LayerSnapshot?
+            repeat {
+                let query = after.map { "?epoch=\(first?.epoch ?? "")&after=\($0)" } ?? ""
+                let page = try await server.client(.GET, "d", "snapshot\(query)", token: token).json(LayerSnapshot.self)
+                first = first ?? page
+                records += page.records.map(\.id)
+                after = page.next
+            } while after != nil
+            #expect(records == changes.map(\.id).sorted())
+
+            let forged = try await server.client(.GET, "d", "changes?since=0&after=zz", token: token)
+            #expect(forged.status == 400 && forged.errorCode == "invalidRequest")
+            let stale = try await server.client(.GET, "d", "snapshot?epoch=0000&after=0.61", token: token)
+            #expect(stale.status == 409 && stale.errorCode == "resetRequired")
+        }
+    }
+
+    @Test func aSyncCarriesAtMostTheCap() async throws {
+        try await TestServer.with(configure: { $0.maxChangesPerSync = 3 }) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let changes = (0..<4).map {
+                ClientChange(changeId: Int64($0), kind: .create, id: "a\($0)", content: annotation("\($0)"))
+            }
+            let over = try await server.client(
+                .POST, "d", "sync", token: token,
+                body: Data(SyncRequest(clientId: "cap-0123456789abcdef", baseRevision: 0, changes: changes).jsonBytes()))
+            #expect(over.status == 413 && over.errorCode == "payloadLimitExceeded")
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.records.isEmpty, "nothing of a refused sync is applied")
+        }
+    }
+
+    @Test func listenersPastTheCapGet503AndAClosedConnectionFreesItsPlace() async throws {
+        try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerLayer = 1 }) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let parked = try RawConnection(server)
+            parked.send(
+                "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Token token=\"\(token)\"\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(300))
+            let refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
+            #expect(refused.status == 503 && refused.errorCode == "serverBusy")
+            #expect(refused.header("Retry-After") == "5")
+            // Another layer has room of its own.
+            let other = try await server.token(document: "d", layer: "other")
+            #expect(try await server.client(.GET, "d", "listen?revision=0&timeout=0.1", token: other).status == 200)
+
+            // The parked client hangs up: its place is free at once, not after its 30 s.
+            parked.close()
+            try await Task.sleep(for: .milliseconds(300))
+            let admitted = try await server.client(.GET, "d", "listen?revision=0&timeout=0.2", token: token)
+            #expect(admitted.status == 200, "\(admitted.status)")
+        }
+    }
+
+    @Test func idleAndStalledConnectionsAreClosed() async throws {
+        try await TestServer.with(listenTimeout: 1, configure: { $0.idleTimeout = 2 }) { server in
+            let silent = try RawConnection(server)
+            defer { silent.close() }
+            let stalled = try RawConnection(server)
+            defer { stalled.close() }
+            stalled.send("POST /api/documents HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+            async let silentEnd = silent.readUntilClosed(seconds: 15)
+            let stalledEnd = await stalled.readUntilClosed(seconds: 15)
+            #expect(stalledEnd.closed, "a request that stops sending is cut off")
+            #expect(await silentEnd.closed, "a connection that sends nothing is closed")
+            // The server carries on.
+            #expect(try await server.request(.GET, "/i/v1/version").status == 200)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+/// A named layer that was never written reads as the default layer, and only a write
+/// creates it; a cursor on its view stays valid across that creation.
+@Suite struct LayerViewTests {
+    @Test func readsNeverCreateALayerAndTheFirstWriteDoes() async throws {
+        try await TestServer.with(listenTimeout: 30) { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(
+                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"a","content":\#(note("a"))}"#)
+                    .status == 201)
+            let token = try await server.token(document: "d", layer: "review", user: "ana")
+            let view = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(view.records.map(\.id) == ["a"], "a copy of the default layer")
+            let quiet = try await server.client(.GET, "d", "listen?revision=\(view.revision)&epoch=\(view.epoch)&timeout=0.1", token: token)
+            #expect(quiet.status == 200)
+            let fetched = try await server.sync(
+                "d", token: token,
+                SyncRequest(clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
+            #expect(fetched.changes.isEmpty && fetched.epoch == view.epoch)
+            #expect(try await layers(server) == [""], "snapshot, listen and an empty sync created nothing")
+
+            // A read-only token's changes are refused, and create nothing either.
+            let reader = try await server.token(document: "d", layer: "review", permissions: ["read-document"])
+            let refused = try await server.sync(
+                "d", token: reader,
+                SyncRequest(
+                    clientId: "reader-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "r", content: annotation("r"))]))
+            #expect(refused.results.first?.reason == .permissionDenied)
+            #expect(try await layers(server) == [""])
+
+            // Meanwhile the default layer loses "a": the client's view (revision 1) still has it.
+            #expect(try await server.api(.DELETE, "/documents/d/annotations/a").status == 204)
+            let written = try await server.sync(
+                "d", token: token,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "b", content: annotation("b"))]))
+            #expect(written.results.first?.accepted == true)
+            #expect(written.epoch != view.epoch, "the layer exists now, with an epoch of its own")
+            #expect(
+                Set(written.changes.map { "\($0.id):\($0.deleted)" }) == ["a:true", "b:false"],
+                "the deletion made before the fork reaches the client: its view stays exact")
+            #expect(try await layers(server) == ["", "review"])
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.records.map(\.id) == ["b"])
+            // The view's cursor is still accepted (it is this layer's history before the fork).
+            let again = try await server.sync(
+                "d", token: token,
+                SyncRequest(clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
+            #expect(again.changes.count == 2)
+        }
+    }
+
+    @Test func aListenerOnAnUnwrittenLayerWakesForTheDefaultLayerAndForTheCreation() async throws {
+        try await TestServer.with(listenTimeout: 30) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d", layer: "l")
+            let view = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            async let first = server.client(
+                .GET, "d", "listen?revision=\(view.revision)&epoch=\(view.epoch)&timeout=30", token: token)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(
+                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"x","content":\#(note("x"))}"#)
+                    .status == 201)
+            var started = ContinuousClock.now
+            let woken = try await first.json(ListenResponse.self)
+            #expect(woken.changed && woken.epoch == view.epoch && ContinuousClock.now - started < .seconds(10))
+
+            async let second = server.client(
+                .GET, "d", "listen?revision=\(woken.revision)&epoch=\(view.epoch)&timeout=30", token: token)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(
+                try await server.api(.POST, "/documents/d/layers/l/annotations", json: #"{"id":"y","content":\#(note("y"))}"#)
+                    .status == 201)
+            started = ContinuousClock.now
+            let created = try await second.json(ListenResponse.self)
+            #expect(created.changed && created.epoch != view.epoch && ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    private func layers(_ server: TestServer) async throws -> [String] {
+        try await server.api(.GET, "/documents/d/layers").json([String: [String]].self)["data"] ?? []
+    }
+}
+
+/// An annotation's content as JSON text.
+func note(_ text: String) -> String {
+    String(decoding: annotation(text).jsonBytes(), as: UTF8.self)
+}
