@@ -67,7 +67,8 @@ import Testing
             }
             let over = try await server.client(
                 .POST, "d", "sync", token: token,
-                body: Data(SyncRequest(clientId: "cap-0123456789abcdef", baseRevision: 0, changes: changes).jsonBytes()))
+                body: Data(SyncRequest(clientId: "cap-0123456789abcdef", baseRevision: 0, changes: changes).jsonBytes())
+            )
             #expect(over.status == 413 && over.errorCode == "payloadLimitExceeded")
             let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
             #expect(snapshot.records.isEmpty, "nothing of a refused sync is applied")

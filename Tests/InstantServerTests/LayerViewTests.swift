@@ -14,11 +14,13 @@ import Testing
             let token = try await server.token(document: "d", layer: "review", user: "ana")
             let view = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
             #expect(view.records.map(\.id) == ["a"], "a copy of the default layer")
-            let quiet = try await server.client(.GET, "d", "listen?revision=\(view.revision)&epoch=\(view.epoch)&timeout=0.1", token: token)
+            let quiet = try await server.client(
+                .GET, "d", "listen?revision=\(view.revision)&epoch=\(view.epoch)&timeout=0.1", token: token)
             #expect(quiet.status == 200)
             let fetched = try await server.sync(
                 "d", token: token,
-                SyncRequest(clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
             #expect(fetched.changes.isEmpty && fetched.epoch == view.epoch)
             #expect(try await layers(server) == [""], "snapshot, listen and an empty sync created nothing")
 
@@ -50,7 +52,8 @@ import Testing
             // The view's cursor is still accepted (it is this layer's history before the fork).
             let again = try await server.sync(
                 "d", token: token,
-                SyncRequest(clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: []))
             #expect(again.changes.count == 2)
         }
     }
@@ -74,8 +77,10 @@ import Testing
                 .GET, "d", "listen?revision=\(woken.revision)&epoch=\(view.epoch)&timeout=30", token: token)
             try await Task.sleep(for: .milliseconds(300))
             #expect(
-                try await server.api(.POST, "/documents/d/layers/l/annotations", json: #"{"id":"y","content":\#(note("y"))}"#)
-                    .status == 201)
+                try await server.api(
+                    .POST, "/documents/d/layers/l/annotations", json: #"{"id":"y","content":\#(note("y"))}"#
+                )
+                .status == 201)
             started = ContinuousClock.now
             let created = try await second.json(ListenResponse.self)
             #expect(created.changed && created.epoch != view.epoch && ContinuousClock.now - started < .seconds(10))
