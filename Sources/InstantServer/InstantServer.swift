@@ -4,6 +4,7 @@ import InstantProtocol
 import InstantStore
 import JWTKit
 import Logging
+import NIOPosix
 
 /// The reference sync server: its storage, token verifier and listeners, and the router
 /// that serves the backend API (`/api`) and the client API (`/i/v1`).
@@ -23,6 +24,12 @@ public final class InstantServer: Sendable {
     let uploads = UploadReservations()
     /// The tenant under which the server's PDFs sit in its blob store.
     let pdfTenant: TenantURL
+    /// Documents whose PDF the store holds but the database does not know, found at start
+    /// (logged by the executable).
+    public let strays: [String]
+    /// The store name of an upload whose `document_id` is not known yet (multipart with
+    /// the file before the field): NUL, so no backend identifier looks like it.
+    static let uploadPrefix = "\u{0}upload/"
 
     public init(configuration: ServerConfiguration) async throws {
         self.configuration = configuration
@@ -42,11 +49,25 @@ public final class InstantServer: Sendable {
         // there) are gone while their PDFs are not: link each document to its PDF again.
         let linked = Set(
             try pdfs.cacheEntries(tenant: pdfTenant).filter { $0.pdfSHA256 != nil }.map(\.documentIdentifier))
-        for info in try await database.documents() where !linked.contains(info.documentId) {
+        let documents = try await database.documents()
+        for info in documents where !linked.contains(info.documentId) {
             if let hash = BlobHash(hex: info.sha256) {
                 try pdfs.attachPDF(hash, tenant: pdfTenant, document: info.documentId)
             }
         }
+        // A store document without a database row is an upload that never answered 201
+        // (its PDF goes), or a deletion cut short or a database restored from an older
+        // backup (kept: an operator decides, and `DELETE /api/documents/{id}` releases it).
+        let known = Set(documents.map(\.documentId))
+        var strays: [String] = []
+        for stale in linked.subtracting(known) {
+            if stale.hasPrefix(Self.uploadPrefix) {
+                try pdfs.removeDocument(tenant: pdfTenant, document: stale)
+            } else {
+                strays.append(stale)
+            }
+        }
+        self.strays = strays.sorted()
         verifier = TokenVerifier(
             keys: try await JWTKeys.verifier(
                 pem: configuration.jwtKey.publicKeyPEM, algorithm: configuration.jwtKey.algorithm),
@@ -62,6 +83,12 @@ public final class InstantServer: Sendable {
         return router
     }
 
+    /// Runs blocking store work (file I/O, fsync, catalog transactions) on NIO's thread
+    /// pool, so it never holds a thread of Swift's cooperative pool.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
     /// Tells listeners that a layer was written (and created by that write, when `created`).
     func changed(document: String, _ layer: LayerRef?, created: Bool = false) async {
         guard let layer else { return }
@@ -70,14 +97,15 @@ public final class InstantServer: Sendable {
     }
 }
 
-/// Identifiers with an upload in flight, so two uploads of one `document_id` cannot both
-/// point the blob store's document at their PDF.
+/// Identifiers with an upload or deletion in flight, so two uploads of one `document_id`
+/// cannot both point the blob store's document at their PDF, and a deletion's release of
+/// the PDF cannot land on a new upload of the same id.
 actor UploadReservations {
     private var reserved = Set<String>()
 
     func reserve(_ identifier: String) throws(ProtocolError) {
         guard reserved.insert(identifier).inserted else {
-            throw ProtocolError(.alreadyExists, "another upload of this document_id is in progress")
+            throw ProtocolError(.alreadyExists, "another upload or deletion of this document_id is in progress")
         }
     }
 

@@ -55,6 +55,11 @@ struct Serve: AsyncParsableCommand {
                     """.utf8))
         }
         let server = try await InstantServer(configuration: configuration)
+        for stray in server.strays {
+            logger.warning(
+                "the PDF store holds a document the database does not know (a deletion cut short, or server.sqlite restored from an older backup); DELETE /api/documents/{id} releases it",
+                metadata: ["document_id": "\(stray)"])
+        }
         let (ready, host, data) = (logger, configuration.host, configuration.dataDirectory.path)
         let app = server.application(logger: logger) { port in
             ready.info("serving", metadata: ["host": "\(host)", "port": "\(port)", "data": "\(data)"])

@@ -76,13 +76,13 @@ import Testing
                 SyncRequest(
                     clientId: "review-0123456789abcdef", epoch: snapshot.epoch, baseRevision: snapshot.revision,
                     changes: [ClientChange(changeId: 1, kind: .delete, id: "base")]))
-            let base = try await server.api(.GET, "/documents/d/annotations").json([String: [AnnotationRecord]].self)
-            #expect(base["data"]?.map(\.id) == ["base"])
+            let base = try await server.api(.GET, "/documents/d/annotations").json(AnnotationList.self)
+            #expect(base.data.annotations.map(\.id) == ["base"] && !base.data.truncated)
             let layers = try await server.api(.GET, "/documents/d/layers").json([String: [String]].self)
             #expect(layers["data"] == ["", "review"])
             #expect(
-                try await server.api(.GET, "/documents/d/layers/review/annotations").json(
-                    [String: [AnnotationRecord]].self)["data"]?.isEmpty == true)
+                try await server.api(.GET, "/documents/d/layers/review/annotations").json(AnnotationList.self).data
+                    .annotations.isEmpty)
         }
     }
 
@@ -103,21 +103,21 @@ import Testing
                 json: #"{"content":{"v":2,"type":"pspdfkit/note","pageIndex":3,"bbox":[0,0,5,5]}}"#)
             let record = try #require(try updated.json([String: AnnotationRecord].self)["data"])
             #expect(record.content["pageIndex"] == .integer(3) && record.createdBy == "svc")
-            let exported = try await server.api(.GET, "/documents/d/layers/l/instant_json")
+            let exported = try await server.api(.GET, "/documents/d/layers/l/document.json")
             let document = try exported.json(JSONValue.self)
             #expect(document["format"]?.string == InstantJSON.format)
             guard case .array(let annotations) = document["annotations"] else { Issue.record("no annotations"); return }
             #expect(annotations.first?["id"]?.string == "x")
 
-            let imported = try await server.api(.POST, "/documents/d/instant_json", body: exported.body)
+            let imported = try await server.api(.POST, "/documents/d/apply_instant_json", body: exported.body)
             #expect(imported.status == 200)
             let base = try await server.api(.GET, "/documents/d/annotations/x").json([String: AnnotationRecord].self)
             #expect(base["data"]?.content["pageIndex"] == .integer(3))
             // Importing again replaces the annotation by id.
-            let again = try await server.api(.POST, "/documents/d/instant_json", body: exported.body)
+            let again = try await server.api(.POST, "/documents/d/apply_instant_json", body: exported.body)
             #expect(String(decoding: again.body, as: UTF8.self).contains(#""imported":1"#))
             let bad = try await server.api(
-                .POST, "/documents/d/instant_json", json: #"{"annotations":[{"v":2,"type":"t","pageIndex":0}]}"#)
+                .POST, "/documents/d/apply_instant_json", json: #"{"annotations":[{"v":2,"type":"t","pageIndex":0}]}"#)
             #expect(bad.status == 400 && bad.errorCode == "invalidAnnotation")
             #expect(String(decoding: bad.body, as: UTF8.self).contains("bbox"))
             #expect(try await server.api(.DELETE, "/documents/d/layers/l/annotations/x").status == 204)

@@ -151,3 +151,12 @@ func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
     }
     return data.prefix(size)
 }
+
+/// `GET /api/…/annotations`.
+struct AnnotationList: Decodable {
+    struct Page: Decodable {
+        var annotations: [AnnotationRecord]
+        var truncated: Bool
+    }
+    var data: Page
+}

@@ -61,38 +61,11 @@ extension Request {
         try T(jsonData: try await collectBody(limit: limit).readableBytesView)
     }
 
-    /// The body decoded as JSON `T`, at most `limit` bytes; errors say what is wrong.
-    func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        let buffer = try await collectBody(limit: limit)
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
-        } catch let error as DecodingError {
-            throw ProtocolError(.invalidRequest, "the body is not the JSON expected: \(error.plainDescription)")
-        }
-    }
-
     private func collectBody(limit: Int) async throws -> ByteBuffer {
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw ProtocolError(.payloadLimitExceeded, "the body is larger than \(limit) bytes")
-        }
-    }
-}
-
-extension DecodingError {
-    /// What went wrong, and where, in a sentence.
-    var plainDescription: String {
-        func path(_ context: Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            return keys.isEmpty ? "the top level" : keys.joined(separator: ".")
-        }
-        switch self {
-        case .keyNotFound(let key, let context): return "\"\(key.stringValue)\" is missing at \(path(context))"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return "wrong type at \(path(context)): \(context.debugDescription)"
-        case .dataCorrupted(let context): return "\(context.debugDescription) (at \(path(context)))"
-        @unknown default: return "\(self)"
         }
     }
 }

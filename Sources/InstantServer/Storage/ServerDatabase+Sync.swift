@@ -69,10 +69,12 @@ extension ServerDatabase {
     /// Applies backend changes (no conflict check) to a layer, creating an unwritten named
     /// layer; returns the verdicts and the layer after them.
     ///
-    /// With `createReplaces`, a `create` of an annotation that exists replaces it.
+    /// With `createReplaces`, a `create` of an annotation that exists replaces it. With
+    /// `atomic`, the first refused change undoes them all and is thrown (its `changeId`
+    /// is its position in `changes`).
     func applyBackend(
         _ changes: [ClientChange], document: String, layer name: String, userID: String?,
-        createReplaces: Bool = false
+        createReplaces: Bool = false, atomic: Bool = false
     ) async throws -> (layer: LayerRef, created: Bool, results: [ChangeResult]) {
         try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
@@ -83,6 +85,12 @@ extension ServerDatabase {
             }
             let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
             let (results, revision) = try Self.apply(changes, to: ref, authority: authority, in: db)
+            if atomic, let refused = results.first(where: { !$0.accepted }) {
+                // Thrown inside the transaction: nothing of it is kept.
+                throw ProtocolError(
+                    refused.reason?.errorCode ?? .invalidRequest,
+                    "annotations[\(refused.changeId)]: \(refused.message ?? "refused"); nothing was written")
+            }
             var after = ref
             after.revision = revision
             return (after, view.stored == nil, results)
@@ -256,5 +264,17 @@ extension ServerDatabase {
         guard !touched.isEmpty else { return (results, ref.revision) }
         try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])
         return (results, next)
+    }
+}
+
+extension RejectionReason {
+    /// The error a backend request gets for a change refused this way.
+    var errorCode: ErrorCode {
+        switch self {
+        case .alreadyExists: .alreadyExists
+        case .notFound: .notFound
+        case .invalidAnnotation: .invalidAnnotation
+        case .conflict, .permissionDenied: .invalidRequest
+        }
     }
 }
