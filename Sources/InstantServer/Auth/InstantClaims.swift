@@ -1,5 +1,4 @@
 import Foundation
-import JWTKit
 
 /// The claims of a client token, with Document Engine's names.
 ///
@@ -7,7 +6,7 @@ import JWTKit
 /// {"document_id": "contract-7", "layer": "review", "user_id": "ana",
 ///  "permissions": ["read-document", "write", "download"], "exp": 1767225600}
 /// ```
-public struct InstantClaims: JWTPayload, Sendable, Equatable {
+public struct InstantClaims: Codable, Sendable, Equatable {
     public var documentID: String
     /// The layer; absent means the default layer "".
     public var layer: String?
@@ -84,9 +83,6 @@ public struct InstantClaims: JWTPayload, Sendable, Equatable {
         try container.encodeIfPresent(notBefore.map(seconds), forKey: .notBefore)
         try container.encodeIfPresent(issuedAt.map(seconds), forKey: .issuedAt)
     }
-
-    /// Time checks are done by ``TokenVerifier`` with a leeway; the signature is all this checks.
-    public func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
 /// What a token allows.

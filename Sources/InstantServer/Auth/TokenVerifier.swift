@@ -34,17 +34,7 @@ public struct TokenVerifier: Sendable {
 
     /// The token in an `Authorization` header value, or `missingToken`.
     public static func token(fromAuthorization header: String?) throws(ProtocolError) -> String {
-        guard let header, !header.isEmpty else {
-            throw ProtocolError(.missingToken, "send the token as Authorization: Token token=\"<JWT>\"")
-        }
-        let prefix = "Token token="
-        guard header.hasPrefix(prefix) else {
-            throw ProtocolError(.missingToken, "the Authorization header must read Token token=\"<JWT>\"")
-        }
-        var token = header.dropFirst(prefix.count)
-        if token.hasPrefix("\"") && token.hasSuffix("\"") && token.count >= 2 { token = token.dropFirst().dropLast() }
-        guard !token.isEmpty else { throw ProtocolError(.missingToken, "the Authorization header holds no token") }
-        return String(token)
+        try HeaderParsing.token(fromAuthorization: header)
     }
 
     /// Verifies the token in `authorization` for `document`.
@@ -86,15 +76,7 @@ public struct TokenVerifier: Sendable {
     }
 
     /// The `alg` of a compact JWT's header, if it can be read.
-    static func algorithm(ofToken token: String) -> String? {
-        guard let first = token.split(separator: ".", omittingEmptySubsequences: false).first else { return nil }
-        var base64 = first.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64),
-            let header = try? JSONDecoder().decode([String: JSONValue].self, from: data)
-        else { return nil }
-        return header["alg"]?.string
-    }
+    static func algorithm(ofToken token: String) -> String? { HeaderParsing.algorithm(ofToken: token) }
 
     private static func describe(_ error: any Error) -> String {
         if let error = error as? JWTError { return error.reason ?? "\(error.errorType)" }

@@ -33,27 +33,7 @@ extension Request {
     }
 
     /// Strict percent-decoding: every `%` starts two hex digits, and the bytes are UTF-8.
-    static func percentDecoded(_ text: some StringProtocol) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = text.utf8.makeIterator()
-        func hex(_ byte: UInt8?) -> UInt8? {
-            switch byte {
-            case .some(let b) where b >= 48 && b <= 57: b - 48
-            case .some(let b) where b >= 65 && b <= 70: b - 55
-            case .some(let b) where b >= 97 && b <= 102: b - 87
-            default: nil
-            }
-        }
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
-                bytes.append(high << 4 | low)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
+    static func percentDecoded(_ text: some StringProtocol) -> String? { HeaderParsing.percentDecoded(text) }
 
     /// The body read as the wire type `T`, at most `limit` bytes; errors say what is wrong
     /// and where (`"changes[2].kind" must be one of create, update, delete`).

@@ -1,0 +1,56 @@
+import Foundation
+import InstantProtocol
+
+/// The parsers of what a client puts in a request line and its headers (Foundation only,
+/// so the fuzz targets in `Fuzz/` can build them alone).
+enum HeaderParsing {
+    /// The token in an `Authorization: Token token="<token>"` header value, or `missingToken`.
+    static func token(fromAuthorization header: String?) throws(ProtocolError) -> String {
+        guard let header, !header.isEmpty else {
+            throw ProtocolError(.missingToken, "send the token as Authorization: Token token=\"<JWT>\"")
+        }
+        let prefix = "Token token="
+        guard header.hasPrefix(prefix) else {
+            throw ProtocolError(.missingToken, "the Authorization header must read Token token=\"<JWT>\"")
+        }
+        var token = header.dropFirst(prefix.count)
+        if token.hasPrefix("\"") && token.hasSuffix("\"") && token.count >= 2 { token = token.dropFirst().dropLast() }
+        guard !token.isEmpty else { throw ProtocolError(.missingToken, "the Authorization header holds no token") }
+        return String(token)
+    }
+
+    /// The `alg` of a JWT's header, read without trusting anything else in it; nil when
+    /// the header is not base64url JSON.
+    static func algorithm(ofToken token: String) -> String? {
+        guard let first = token.split(separator: ".", omittingEmptySubsequences: false).first,
+            first.utf8.count <= 4096
+        else { return nil }
+        var base64 = first.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let header = try? JSONValue.parse(data) else { return nil }
+        return header["alg"]?.string
+    }
+
+    /// Strict percent-decoding: every `%` starts two hex digits, and the bytes are UTF-8.
+    static func percentDecoded(_ text: some StringProtocol) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            switch byte {
+            case .some(let b) where b >= 48 && b <= 57: b - 48
+            case .some(let b) where b >= 65 && b <= 70: b - 55
+            case .some(let b) where b >= 97 && b <= 102: b - 87
+            default: nil
+            }
+        }
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
