@@ -83,6 +83,11 @@ public final class InstantServer: Sendable {
         return router
     }
 
+    /// How many listeners are parked now (for logs, metrics and benchmarks).
+    public var parkedListeners: Int {
+        get async { await listeners.waiting }
+    }
+
     /// Runs blocking store work (file I/O, fsync, catalog transactions) on NIO's thread
     /// pool, so it never holds a thread of Swift's cooperative pool.
     func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -110,4 +115,15 @@ actor UploadReservations {
     }
 
     func release(_ identifier: String) { reserved.remove(identifier) }
+}
+
+extension Result where Failure == any Error {
+    /// The outcome of `body`, so cleanup can run (and await) before it is returned or thrown.
+    init(_ body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
 }

@@ -94,6 +94,12 @@ import Testing
             #expect(
                 try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
                     .json(JSONValue.self)["data"]?["annotation_id"] == .string("b"))
+            let single = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("other"))}"#)
+            #expect(single.status == 409 && single.errorCode == "alreadyExists", "a single create never overwrites")
+            #expect(
+                try await server.api(.GET, "/documents/d/annotations/b").json(JSONValue.self)["data"]?["content"]?[
+                    "text"] == .string("b"))
             let clash = try await server.api(
                 .POST, "/documents/d/annotations",
                 json: #"{"annotations":[{"id":"a","content":\#(note("a"))},{"id":"b","content":\#(note("b"))}]}"#)
@@ -145,6 +151,16 @@ import Testing
             for body in [truncated, twoFiles, noFile] {
                 #expect(try await upload(server, body).status == 400)
             }
+            // multipart/form-data without a usable boundary is refused, not stored as a PDF.
+            for type in ["multipart/form-data", "multipart/form-data; boundary=\(String(repeating: "b", count: 71))"] {
+                let reply = try await server.request(
+                    .POST, "/api/documents?document_id=mp",
+                    headers: [("Authorization", "Token token=\"\(TestServer.apiToken)\""), ("Content-Type", type)],
+                    body: fileFirst)
+                #expect(reply.status == 400, "\(type)")
+            }
+            // The upload names are the server's own.
+            #expect(try await server.upload("\u{0}upload/x", pdf).status == 400)
             let documents = try await server.api(.GET, "/documents").json([String: [DocumentSummary]].self)["data"]
             #expect(documents?.map(\.document_id) == ["late-id"])
             #expect(blobs(server) == 1)

@@ -53,8 +53,37 @@ import Testing
 
             let forged = try await server.client(.GET, "d", "changes?since=0&after=zz", token: token)
             #expect(forged.status == 400 && forged.errorCode == "invalidRequest")
-            let stale = try await server.client(.GET, "d", "snapshot?epoch=0000&after=0.61", token: token)
+            let stale = try await server.client(.GET, "d", "snapshot?epoch=0000&after=1.0.61", token: token)
             #expect(stale.status == 409 && stale.errorCode == "resetRequired")
+        }
+    }
+
+    /// A page cursor belongs to one incarnation of the layer: continuing from the default
+    /// layer into the fork taken from it is fine; continuing into a layer created again is not.
+    @Test func aPageCursorNeverCrossesIntoAnotherIncarnation() async throws {
+        try await TestServer.with(configure: { $0.pageLimits.records = 2 }) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let bulk = (0..<6).map { #"{"id":"a\#($0)","content":\#(note(String($0)))}"# }
+            _ = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"annotations":[\#(bulk.joined(separator: ","))]}"#)
+            let token = try await server.token(document: "d", layer: "review")
+            let view = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            let first = try await server.client(
+                .GET, "d", "changes?since=0&epoch=\(view.epoch)", token: token
+            ).json(SyncResponse.self)
+            let firstNext = try #require(first.next)
+            // The layer is forked by a write: the cursor on the default layer continues in the fork.
+            _ = try await server.api(
+                .POST, "/documents/d/layers/review/annotations", json: #"{"id":"z","content":\#(note("z"))}"#)
+            let second = try await server.client(
+                .GET, "d", "changes?since=0&epoch=\(view.epoch)&after=\(firstNext)", token: token)
+            #expect(second.status == 200, "\(String(decoding: second.body, as: UTF8.self))")
+            let secondNext = try #require(try second.json(SyncResponse.self).next)
+            // The fork is deleted: its cursor must not continue in the default layer.
+            #expect(try await server.api(.DELETE, "/documents/d/layers/review").status == 204)
+            let third = try await server.client(
+                .GET, "d", "changes?since=0&epoch=\(view.epoch)&after=\(secondNext)", token: token)
+            #expect(third.status == 409 && third.errorCode == "resetRequired")
         }
     }
 

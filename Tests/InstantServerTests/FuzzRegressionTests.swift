@@ -12,10 +12,12 @@ import Testing
 
     static var inputs: [(target: String, file: URL)] {
         var found: [(String, URL)] = []
-        for directory in [root.appendingPathComponent("FuzzCrashers"), repository.appendingPathComponent("Fuzz/Seeds")] {
+        for directory in [root.appendingPathComponent("FuzzCrashers"), repository.appendingPathComponent("Fuzz/Seeds")]
+        {
             for target in FuzzTargets.all.keys.sorted() {
                 let folder = directory.appendingPathComponent(target)
-                let files = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []
+                let files =
+                    (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []
                 found += files.filter { !$0.lastPathComponent.hasPrefix(".") }.map { (target, $0) }
             }
         }

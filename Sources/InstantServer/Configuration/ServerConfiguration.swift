@@ -59,10 +59,10 @@ public struct ServerConfiguration: Sendable {
     /// key is left for ``DevelopmentSetup`` to fill in.
     public init(environment: [String: String], requireCredentials: Bool = true) throws(ConfigurationError) {
         var problems: [String] = []
-        func integer(_ name: String, _ fallback: Int, minimum: Int) -> Int {
+        func integer(_ name: String, _ fallback: Int, minimum: Int, maximum: Int = 1 << 40) -> Int {
             guard let text = environment[name], !text.isEmpty else { return fallback }
-            guard let value = Int(text), value >= minimum else {
-                problems.append("\(name) must be a whole number from \(minimum), not \"\(text)\"")
+            guard let value = Int(text), value >= minimum, value <= maximum else {
+                problems.append("\(name) must be a whole number from \(minimum) to \(maximum), not \"\(text)\"")
                 return fallback
             }
             return value
@@ -101,12 +101,14 @@ public struct ServerConfiguration: Sendable {
             maxUploadSize: integer("MAX_UPLOAD_SIZE_BYTES", 1 << 30, minimum: 1),
             maxPayloadSize: integer("MAX_PAYLOAD_SIZE_BYTES", 32 << 20, minimum: 1024),
             maximumListenTimeout: integer("LISTEN_TIMEOUT_MAX_SECONDS", 60, minimum: 1))
-        configuration.maxChangesPerSync = integer("MAX_CHANGES_PER_SYNC", 10_000, minimum: 1)
-        configuration.pageLimits.records = integer("PAGE_MAX_RECORDS", 1000, minimum: 1)
-        configuration.maxAnnotationsListed = integer("MAX_ANNOTATIONS_LISTED", 10_000, minimum: 1)
-        configuration.maxListeners = integer("MAX_LISTENERS", 10_000, minimum: 1)
-        configuration.maxListenersPerLayer = integer("MAX_LISTENERS_PER_LAYER", 2_000, minimum: 1)
-        configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1)
+        configuration.maxChangesPerSync = integer("MAX_CHANGES_PER_SYNC", 10_000, minimum: 1, maximum: 1_000_000)
+        configuration.pageLimits = PageLimits(
+            records: integer("PAGE_MAX_RECORDS", 1000, minimum: 1, maximum: PageLimits.maximumRecords))
+        configuration.maxAnnotationsListed = integer(
+            "MAX_ANNOTATIONS_LISTED", 10_000, minimum: 1, maximum: PageLimits.maximumRecords)
+        configuration.maxListeners = integer("MAX_LISTENERS", 10_000, minimum: 1, maximum: 1_000_000)
+        configuration.maxListenersPerLayer = integer("MAX_LISTENERS_PER_LAYER", 2_000, minimum: 1, maximum: 1_000_000)
+        configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1, maximum: 86_400)
         if configuration.idleTimeout <= configuration.maximumListenTimeout {
             problems.append(
                 "IDLE_TIMEOUT_SECONDS (\(configuration.idleTimeout)) must be above LISTEN_TIMEOUT_MAX_SECONDS "

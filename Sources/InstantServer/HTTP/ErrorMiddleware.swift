@@ -65,6 +65,17 @@ struct ErrorMiddleware: RouterMiddleware {
     static let retryAfterSeconds = 5
 }
 
+extension ErrorBody {
+    /// The error as one NDJSON line.
+    var jsonLine: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data =
+            (try? encoder.encode(self)) ?? Data(#"{"error":{"code":"internal","message":"encoding failed"}}"#.utf8)
+        return Array(data) + [UInt8(ascii: "\n")]
+    }
+}
+
 /// JSON responses.
 enum JSONResponse {
     /// A wire type, written by ``JSONWriter`` (canonical, and much faster than `JSONEncoder`).

@@ -271,6 +271,13 @@ struct MultipartParser {
 
     /// The boundary of a `multipart/form-data` content type, or nil for another type.
     static func boundary(contentType: String) -> String? {
+        try? formBoundary(contentType: contentType)
+    }
+
+    /// The boundary of a `multipart/form-data` content type; nil for another type; and
+    /// `invalidRequest` for `multipart/form-data` without a usable boundary (1 to 70
+    /// characters, RFC 2046), which must not be taken for a raw body.
+    static func formBoundary(contentType: String) throws(ProtocolError) -> String? {
         let pieces = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         guard pieces.first?.lowercased() == "multipart/form-data" else { return nil }
         for piece in pieces.dropFirst() where piece.lowercased().hasPrefix("boundary=") {
@@ -278,8 +285,9 @@ struct MultipartParser {
             if value.hasPrefix("\"") && value.hasSuffix("\"") && value.count >= 2 {
                 value = value.dropFirst().dropLast()
             }
-            return value.isEmpty || value.utf8.count > 200 ? nil : String(value)
+            guard !value.isEmpty, value.utf8.count <= 70 else { break }
+            return String(value)
         }
-        return nil
+        throw ProtocolError(.invalidRequest, "multipart/form-data needs a boundary of 1 to 70 characters")
     }
 }

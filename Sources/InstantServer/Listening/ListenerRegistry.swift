@@ -33,9 +33,22 @@ actor ListenerRegistry {
         var perLayer: Int
     }
 
+    /// Why a wait ended.
+    enum Wake: Sendable, Equatable {
+        /// The layer (or, for an unwritten one, the default layer) reached this revision:
+        /// the listener can answer without reading the database.
+        case revision(Int64)
+        /// Something else happened (a creation, a deletion, or an event between the
+        /// listener's read and its wait): read the layer again.
+        case changed
+        /// Timeout, cancellation or shutdown.
+        case ended
+    }
+
     private struct Waiter {
         let interest: Interest
-        let continuation: CheckedContinuation<Bool, Never>
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Wake, Never>
     }
 
     private struct LayerKey: Hashable {
@@ -49,18 +62,23 @@ actor ListenerRegistry {
     private var total = 0
     private var generations: [String: UInt64] = [:]
     private var closed = false
+    /// Ends the waits whose time is up, every ``sweepInterval`` while any listener waits:
+    /// one task for all of them (a timer task each would wake a thousand tasks for nothing
+    /// when one write wakes a thousand listeners).
+    private var sweeper: Task<Void, Never>?
+    static let sweepInterval = Duration.milliseconds(100)
 
     init(limits: Limits) { self.limits = limits }
 
     /// A number that moves whenever an event is posted for `document`.
     func generation(of document: String) -> UInt64 { generations[document, default: 0] }
 
-    /// Parks until an event that concerns `interest` (true), or `timeout`, cancellation of
-    /// the calling task or a shutdown (false). Returns true at once when an event was posted
-    /// for the document since `generation`. Past the limits, `serverBusy`.
-    func wait(_ interest: Interest, generation: UInt64, timeout: Duration) async throws(ProtocolError) -> Bool {
-        if closed { return false }
-        if generations[interest.document, default: 0] != generation { return true }
+    /// Parks until an event that concerns `interest`, or `timeout`, cancellation of the
+    /// calling task or a shutdown (`.ended`). Returns `.changed` at once when an event was
+    /// posted for the document since `generation`. Past the limits, `serverBusy`.
+    func wait(_ interest: Interest, generation: UInt64, timeout: Duration) async throws(ProtocolError) -> Wake {
+        if closed { return .ended }
+        if generations[interest.document, default: 0] != generation { return .changed }
         let key = LayerKey(document: interest.document, layer: interest.layer)
         guard total < limits.total else {
             throw ProtocolError(.serverBusy, "the server has \(limits.total) listeners waiting; listen again later")
@@ -69,26 +87,37 @@ actor ListenerRegistry {
             throw ProtocolError(.serverBusy, "this layer has \(limits.perLayer) listeners waiting; listen again later")
         }
         let id = UUID()
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.finish(interest.document, id, woken: false)
+        let deadline = ContinuousClock.now + timeout
+        if sweeper == nil {
+            sweeper = Task { [weak self] in await self?.sweep() }
         }
-        defer { timer.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 // Cancelled before it parked (its handler found nothing to end): do not park.
                 if Task.isCancelled {
-                    continuation.resume(returning: false)
+                    continuation.resume(returning: .ended)
                     return
                 }
-                waiters[interest.document, default: [:]][id] = Waiter(interest: interest, continuation: continuation)
+                waiters[interest.document, default: [:]][id] = Waiter(
+                    interest: interest, deadline: deadline, continuation: continuation)
                 perLayer[key, default: 0] += 1
                 total += 1
             }
         } onCancel: {
             // The connection closed (or the server stops): release the listener at once.
-            Task { await self.finish(interest.document, id, woken: false) }
+            Task { await self.finish(interest.document, id, .ended) }
         }
+    }
+
+    private func sweep() async {
+        while total > 0 && !closed {
+            try? await Task.sleep(for: Self.sweepInterval)
+            let now = ContinuousClock.now
+            for (document, list) in waiters {
+                for (id, waiter) in list where waiter.deadline <= now { finish(document, id, .ended) }
+            }
+        }
+        sweeper = nil
     }
 
     /// Wakes every listener of `document` that `event` concerns.
@@ -96,7 +125,11 @@ actor ListenerRegistry {
         generations[document, default: 0] &+= 1
         guard let list = waiters[document] else { return }
         for (id, waiter) in list where Self.concerns(event, waiter.interest) {
-            finish(document, id, woken: true)
+            if case .revision(_, let revision) = event {
+                finish(document, id, .revision(revision))
+            } else {
+                finish(document, id, .changed)
+            }
         }
     }
 
@@ -110,14 +143,14 @@ actor ListenerRegistry {
         }
     }
 
-    private func finish(_ document: String, _ id: UUID, woken: Bool) {
+    private func finish(_ document: String, _ id: UUID, _ wake: Wake) {
         guard let waiter = waiters[document]?.removeValue(forKey: id) else { return }
         if waiters[document]?.isEmpty == true { waiters[document] = nil }
         let key = LayerKey(document: document, layer: waiter.interest.layer)
         perLayer[key, default: 1] -= 1
         if perLayer[key] == 0 { perLayer[key] = nil }
         total -= 1
-        waiter.continuation.resume(returning: woken)
+        waiter.continuation.resume(returning: wake)
     }
 
     /// Ends every wait now and every later one at once: the server is shutting down, and a
@@ -125,7 +158,7 @@ actor ListenerRegistry {
     func close() {
         closed = true
         for (document, list) in waiters {
-            for id in list.keys { finish(document, id, woken: false) }
+            for id in list.keys { finish(document, id, .ended) }
         }
     }
 

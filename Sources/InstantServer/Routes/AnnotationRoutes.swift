@@ -28,45 +28,83 @@ struct AnnotationRoutes {
     }
 
     /// `GET …/annotations`: `{"data": {"annotations": [Record], "truncated": false}}`, at
-    /// most `MAX_ANNOTATIONS_LISTED`; with `Accept: application/x-ndjson`, every record,
-    /// one JSON object per line, streamed a page at a time.
+    /// most `MAX_ANNOTATIONS_LISTED` records and 16 MiB of content; with
+    /// `Accept: application/x-ndjson`, every record, one JSON object per line, streamed a
+    /// page at a time.
     @Sendable func list(_ request: Request, context: ServerContext) async throws -> Response {
         let (document, layer) = try target(request, context)
         if request.headers[.accept]?.contains("application/x-ndjson") == true {
-            return try await streamNDJSON(document: document, layer: layer)
+            return try await stream(document, layer, as: .ndjson)
         }
         let (records, truncated) = try await server.database.records(
-            document: document, layer: layer, limit: server.configuration.maxAnnotationsListed)
+            document: document, layer: layer, limit: server.configuration.maxAnnotationsListed, bytes: 16 << 20)
         return JSONResponse.make(
             JSONValue.object([
                 "data": .object(["annotations": .array(records.map(\.json)), "truncated": .bool(truncated)])
             ]))
     }
 
-    private func streamNDJSON(document: String, layer: String) async throws -> Response {
+    /// How a streamed listing is written.
+    enum StreamFormat: Sendable {
+        /// One Record per line.
+        case ndjson
+        /// An Instant JSON document, its annotations carrying their `id`.
+        case instantJSON
+    }
+
+    /// Streams every live record of the layer, a page at a time, so memory stays bounded
+    /// whatever the layer's size. If the layer is deleted or created again while it
+    /// streams, the body ends without its proper end (NDJSON first gets an `{"error": …}`
+    /// line), so no reader takes a partial listing for a whole one.
+    private func stream(_ document: String, _ layer: String, as format: StreamFormat) async throws -> Response {
         let (database, limits) = (server.database, server.configuration.pageLimits)
         // The first page is read before answering, so a missing document is a 404.
         let first = try await database.snapshot(
             document: document, layer: layer, epoch: nil, after: nil, limits: limits)
         let body = ResponseBody { writer in
             var page = first
+            var written = 0
+            if format == .instantJSON {
+                try await writer.write(ByteBuffer(string: #"{"annotations":["#))
+            }
             while true {
                 var buffer = ByteBuffer()
                 for record in page.records {
-                    buffer.writeBytes(record.jsonBytes())
-                    buffer.writeInteger(UInt8(ascii: "\n"))
+                    switch format {
+                    case .ndjson:
+                        buffer.writeBytes(record.jsonBytes())
+                        buffer.writeInteger(UInt8(ascii: "\n"))
+                    case .instantJSON:
+                        if written > 0 { buffer.writeInteger(UInt8(ascii: ",")) }
+                        buffer.writeBytes(Self.instantJSONAnnotation(record).jsonBytes())
+                    }
+                    written += 1
                 }
                 try await writer.write(buffer)
                 guard let next = page.next else { break }
-                // A layer created again meanwhile ends the stream early (with resetRequired
-                // in the log): the lines sent so far are whole.
-                page = try await database.snapshot(
-                    document: document, layer: layer, epoch: page.epoch, after: try PageCursor(text: next),
-                    limits: limits)
+                do {
+                    page = try await database.snapshot(
+                        document: document, layer: layer, epoch: page.epoch, after: try PageCursor(text: next),
+                        limits: limits)
+                } catch let error as ProtocolError {
+                    if format == .ndjson { try await writer.write(ByteBuffer(bytes: ErrorBody(error).jsonLine)) }
+                    throw error
+                }
+            }
+            if format == .instantJSON {
+                try await writer.write(ByteBuffer(string: #"],"format":"\#(InstantJSON.format)"}"#))
             }
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
+        let type = format == .ndjson ? "application/x-ndjson" : "application/json; charset=utf-8"
+        return Response(status: .ok, headers: [.contentType: type], body: body)
+    }
+
+    /// A record as an Instant JSON annotation: its content with its `id`.
+    static func instantJSONAnnotation(_ record: AnnotationRecord) -> JSONValue {
+        guard case .object(var members) = record.content else { return record.content }
+        members["id"] = .string(record.id)
+        return .object(members)
     }
 
     @Sendable func get(_ request: Request, context: ServerContext) async throws -> Response {
@@ -86,6 +124,7 @@ struct AnnotationRoutes {
         let body = try await request.decodeJSON(JSONValue.self, limit: server.configuration.maxPayloadSize)
         let bulk = body["annotations"] != nil
         let inputs = bulk ? try AnnotationInput.list(json: body) : [try AnnotationInput(json: body)]
+        try checkBatch(inputs.count)
         var changes: [ClientChange] = []
         var seen = Set<String>()
         for (index, input) in inputs.enumerated() {
@@ -107,7 +146,7 @@ struct AnnotationRoutes {
             throw ProtocolError(
                 .invalidRequest, "annotations[\(index)]: every annotation of one request must have the same user_id")
         }
-        try await write(changes, document, layer, user: inputs.first?.userID, atomic: bulk)
+        try await write(changes, document, layer, user: inputs.first?.userID, atomic: true)
         let data: JSONValue =
             bulk
             ? .object(["annotation_ids": .array(changes.map { .string($0.id) })])
@@ -137,6 +176,16 @@ struct AnnotationRoutes {
         return Response(status: .noContent)
     }
 
+    /// One write transaction holds at most `MAX_CHANGES_PER_SYNC` annotations, as a sync.
+    private func checkBatch(_ count: Int) throws(ProtocolError) {
+        let cap = server.configuration.maxChangesPerSync
+        guard count <= cap else {
+            throw ProtocolError(
+                .payloadLimitExceeded,
+                "one request writes at most \(cap) annotations (this one has \(count)); send them in parts")
+        }
+    }
+
     /// Applies backend changes on the layer's write queue and wakes its listeners.
     private func write(
         _ changes: [ClientChange], _ document: String, _ layer: String, user: String?, atomic: Bool,
@@ -152,17 +201,10 @@ struct AnnotationRoutes {
 
     // MARK: Instant JSON documents
 
-    /// `GET …/document.json`: the layer as an Instant JSON document.
+    /// `GET …/document.json`: the layer as an Instant JSON document, streamed.
     @Sendable func exportInstantJSON(_ request: Request, context: ServerContext) async throws -> Response {
         let (document, layer) = try target(request, context)
-        let records = try await server.database.records(document: document, layer: layer).records
-        let annotations = records.map { record -> JSONValue in
-            guard case .object(var members) = record.content else { return record.content }
-            members["id"] = .string(record.id)
-            return .object(members)
-        }
-        return JSONResponse.make(
-            JSONValue.object(["format": .string(InstantJSON.format), "annotations": .array(annotations)]))
+        return try await stream(document, layer, as: .instantJSON)
     }
 
     /// `POST …/apply_instant_json`: an Instant JSON document (as the JSON body, or as the
@@ -172,7 +214,7 @@ struct AnnotationRoutes {
         let (document, layer) = try target(request, context)
         let limit = server.configuration.maxPayloadSize
         let body: JSONValue
-        if let boundary = MultipartParser.boundary(contentType: request.headers[.contentType] ?? "") {
+        if let boundary = try MultipartParser.formBoundary(contentType: request.headers[.contentType] ?? "") {
             let form = MultipartStream(body: request.body, boundary: boundary, limit: limit)
             var found: JSONValue?
             while found == nil, let part = try await form.nextPart() {
@@ -193,6 +235,7 @@ struct AnnotationRoutes {
         if let format = body["format"], format.string != InstantJSON.format {
             throw ProtocolError(.invalidRequest, "\"format\" must be \(InstantJSON.format)")
         }
+        try checkBatch(annotations.count)
         var changes: [ClientChange] = []
         var seen = Set<String>()
         for (index, annotation) in annotations.enumerated() {

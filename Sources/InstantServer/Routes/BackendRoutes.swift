@@ -48,11 +48,12 @@ struct BackendRoutes {
     @Sendable func deleteDocument(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
         try await server.uploads.reserve(identifier)
-        do {
+        let outcome = await Result { () async throws -> Response in
             var found = true
             do {
                 _ = try await server.database.deleteDocument(identifier)
                 await server.listeners.post(.documentRemoved, document: identifier)
+                try Failpoint.check("delete.afterRow")
             } catch let error as ProtocolError where error.code == .notFound {
                 found = false
             }
@@ -65,13 +66,11 @@ struct BackendRoutes {
                     return false
                 }
             }
-            await server.uploads.release(identifier)
             guard found || released else { throw ProtocolError(.notFound, "no document with this document_id") }
             return Response(status: .noContent)
-        } catch {
-            await server.uploads.release(identifier)
-            throw error
         }
+        await server.uploads.release(identifier)
+        return try outcome.get()
     }
 
     private func document(_ request: Request, _ context: ServerContext) async throws -> DocumentInfo {

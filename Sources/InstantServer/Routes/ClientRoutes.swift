@@ -149,8 +149,14 @@ struct ClientRoutes {
             }
             var interest = interestBase
             interest.unwritten = view.stored == nil
-            let woken = try await server.listeners.wait(interest, generation: generation, timeout: remaining)
-            if !woken {
+            switch try await server.listeners.wait(interest, generation: generation, timeout: remaining) {
+            case .revision(let revision):
+                // The write that woke it says where the layer is: no read needed (a layer
+                // created again meanwhile is found by the sync this answer starts).
+                return ListenResponse(epoch: view.epoch, revision: revision, changed: true)
+            case .changed:
+                continue
+            case .ended:
                 // Timed out, cancelled or shutting down: answer with the layer as it is.
                 let view = try await server.database.view(document: identity.documentID, layer: identity.layer)
                 try view.check(epoch: epoch, revision: after)

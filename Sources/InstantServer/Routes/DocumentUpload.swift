@@ -7,6 +7,10 @@ import InstantStore
 /// with a `file` part and optional `document_id` and `title` fields, in any order. Either
 /// way the PDF streams into the blob store (hashed and compressed as it arrives), so
 /// memory stays bounded whatever its size; `201` answers once it is durable.
+///
+/// The PDF is stored under an upload name first, so a kill at any step leaves nothing a
+/// restart cannot settle: before the document row commits, the upload name is swept at
+/// start; after, the start links the document to its PDF again by hash.
 struct DocumentUpload {
     let server: InstantServer
 
@@ -17,71 +21,62 @@ struct DocumentUpload {
         let limit = server.configuration.maxUploadSize
         var identifier = request.uri.queryParameters["document_id"].map(String.init)
         var title = request.uri.queryParameters["title"].map(String.init)
-        guard let boundary = MultipartParser.boundary(contentType: request.headers[.contentType] ?? "") else {
-            let id = try await reserve(identifier)
-            return try await finish {
-                let stored = try await ingest(id, LimitedBody(body: request.body, limit: limit))
-                return try await record(id, title: title, stored)
-            } releasing: {
-                [id]
-            }
-        }
-        let form = MultipartStream(body: request.body, boundary: boundary, limit: limit)
-        var stored: (name: String, pdf: StoredPDF)?
-        var reserved: [String] = []
-        return try await finish {
-            while let part = try await form.nextPart() {
-                switch part.name {
-                case "file":
-                    guard stored == nil else {
-                        throw ProtocolError(.invalidRequest, "the multipart body has two \"file\" parts")
+        let upload = InstantServer.uploadPrefix + UUID().uuidString
+        var reserved: String?
+        let outcome = await Result { () async throws -> Response in
+            let stored: StoredPDF
+            switch try MultipartParser.formBoundary(contentType: request.headers[.contentType] ?? "") {
+            case nil:
+                reserved = try await reserve(identifier)
+                identifier = reserved
+                stored = try await ingest(upload, LimitedBody(body: request.body, limit: limit))
+            case let boundary?:
+                let form = MultipartStream(body: request.body, boundary: boundary, limit: limit)
+                var file: StoredPDF?
+                while let part = try await form.nextPart() {
+                    switch part.name {
+                    case "file":
+                        guard file == nil else {
+                            throw ProtocolError(.invalidRequest, "the multipart body has two \"file\" parts")
+                        }
+                        if title == nil { title = part.filename }
+                        file = try await ingest(upload, form.partBody())
+                    case "document_id":
+                        identifier = try await form.partValue("document_id", maximum: 1024)
+                    case "title":
+                        title = try await form.partValue("title", maximum: Self.maximumTitleBytes)
+                    default:
+                        continue  // other fields are ignored (their bytes are skipped, not kept)
                     }
-                    // With the id known, the PDF is stored under it; otherwise under an
-                    // upload name until the id arrives (a field after the file).
-                    let name: String
-                    if identifier != nil {
-                        name = try await reserve(identifier)
-                        identifier = name
-                    } else {
-                        name = InstantServer.uploadPrefix + UUID().uuidString
-                    }
-                    reserved.append(name)
-                    if title == nil { title = part.filename }
-                    stored = (name, try await ingest(name, form.partBody()))
-                case "document_id":
-                    guard stored == nil || identifier == nil else {
-                        throw ProtocolError(.invalidRequest, "the multipart body has two \"document_id\" fields")
-                    }
-                    identifier = try await form.partValue("document_id", maximum: 1024)
-                case "title":
-                    title = try await form.partValue("title", maximum: Self.maximumTitleBytes)
-                default:
-                    continue  // other fields are ignored (their bytes are skipped, not kept)
                 }
+                guard let file else {
+                    throw ProtocolError(.invalidRequest, "the multipart body has no \"file\" part")
+                }
+                reserved = try await reserve(identifier)
+                identifier = reserved
+                stored = file
             }
-            guard let stored else { throw ProtocolError(.invalidRequest, "the multipart body has no \"file\" part") }
-            guard stored.name.hasPrefix(InstantServer.uploadPrefix) else {
-                return try await record(stored.name, title: title, stored.pdf)
-            }
-            // The id came after the file: point it at the stored PDF, then drop the upload name.
-            let id = try await reserve(identifier)
-            reserved.append(id)
-            let (pdfs, tenant) = (server.pdfs, server.pdfTenant)
-            try await server.blocking {
-                try pdfs.attachPDF(stored.pdf.sha256, tenant: tenant, document: id)
-                try pdfs.removeDocument(tenant: tenant, document: stored.name)
-            }
-            return try await record(id, title: title, stored.pdf)
-        } releasing: {
-            reserved
+            guard let id = reserved else { throw ProtocolError(.internal, "an upload lost its document_id") }
+            try Failpoint.check("upload.afterIngest")
+            let info = try await server.database.insertDocument(
+                identifier: id, sha256: stored.sha256.hex, size: stored.size, title: title)
+            try Failpoint.check("upload.afterInsert")
+            try await link(id, to: stored, from: upload)
+            return JSONResponse.make(["data": info], status: .created)
         }
+        if case .failure = outcome { try? await release(upload) }
+        if let reserved { await server.uploads.release(reserved) }
+        return try outcome.get()
     }
 
     /// Reserves `identifier` (or a generated one) for this upload: refused when the id is
-    /// too long, taken, or being uploaded or deleted by another request.
+    /// too long or reserved, taken, or being uploaded or deleted by another request.
     private func reserve(_ identifier: String?) async throws -> String {
         let identifier = identifier ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         try checkIdentifier(identifier, "document_id")
+        guard !identifier.hasPrefix(InstantServer.uploadPrefix) else {
+            throw ProtocolError(.invalidRequest, "a document_id must not start with NUL followed by \"upload/\"")
+        }
         try await server.uploads.reserve(identifier)
         do {
             if try await server.database.document(identifier) != nil {
@@ -94,7 +89,7 @@ struct DocumentUpload {
         return identifier
     }
 
-    /// Streams `chunks` into the store as the PDF of `name`.
+    /// Streams `chunks` into the store as the PDF of the upload name `name`.
     private func ingest<Chunks: AsyncSequence>(_ name: String, _ chunks: Chunks) async throws -> StoredPDF
     where Chunks.Element: ContiguousBytes {
         let stored = try await server.pdfs.ingestPDF(tenant: server.pdfTenant, document: name, chunks: chunks)
@@ -102,39 +97,32 @@ struct DocumentUpload {
         return stored
     }
 
-    /// The document row, made once its PDF is durable: the `201` answer.
-    private func record(_ identifier: String, title: String?, _ stored: StoredPDF) async throws -> Response {
-        let info = try await server.database.insertDocument(
-            identifier: identifier, sha256: stored.sha256.hex, size: stored.size, title: title)
-        return JSONResponse.make(["data": info], status: .created)
+    /// Points the store's document `id` at the PDF and drops the upload name. On failure
+    /// the document row goes again, so no document answers without its PDF.
+    private func link(_ id: String, to stored: StoredPDF, from upload: String) async throws {
+        let (pdfs, tenant) = (server.pdfs, server.pdfTenant)
+        do {
+            try await server.blocking {
+                guard try pdfs.attachPDF(stored.sha256, tenant: tenant, document: id) else {
+                    throw ProtocolError(.internal, "the uploaded PDF vanished from the store")
+                }
+                try Failpoint.check("upload.afterAttach")
+                try pdfs.removeDocument(tenant: tenant, document: upload)
+            }
+        } catch {
+            _ = try? await server.database.deleteDocument(id)
+            throw error
+        }
     }
 
-    /// Runs `body`, then releases the reserved identifiers whatever happened. A failed
-    /// upload leaves no document behind: a PDF it stored under a name the database does
-    /// not know is released (one a cleanup misses here is released at the next start,
-    /// for an upload name, or reported then).
-    private func finish(
-        _ body: () async throws -> Response, releasing reserved: () -> [String]
-    ) async throws -> Response {
-        do {
-            let response = try await body()
-            for name in reserved() { await server.uploads.release(name) }
-            return response
-        } catch {
-            let names = reserved()
-            let (pdfs, tenant) = (server.pdfs, server.pdfTenant)
-            for name in names {
-                let unknown = (try? await server.database.document(name)) == .some(nil)
-                guard name.hasPrefix(InstantServer.uploadPrefix) || unknown else { continue }
-                _ = try? await server.blocking { () throws -> Bool in
-                    do {
-                        try pdfs.removeDocument(tenant: tenant, document: name)
-                    } catch StoreError.noSuchDocument {}
-                    return true
-                }
-            }
-            for name in names { await server.uploads.release(name) }
-            throw error
+    /// Removes the upload name from the store (its PDF goes unless a document uses it).
+    private func release(_ upload: String) async throws {
+        let (pdfs, tenant) = (server.pdfs, server.pdfTenant)
+        try await server.blocking { () throws -> Bool in
+            do {
+                try pdfs.removeDocument(tenant: tenant, document: upload)
+            } catch StoreError.noSuchDocument {}
+            return true
         }
     }
 }

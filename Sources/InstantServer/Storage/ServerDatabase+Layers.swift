@@ -162,6 +162,13 @@ extension ServerDatabase {
         }
     }
 
+    /// The row id of a document's default layer.
+    static func defaultLayerID(of documentID: Int64, in db: Database) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM layer WHERE documentId = ? AND name = ?"),
+            arguments: [documentID, "".blob])
+    }
+
     static func documentID(_ identifier: String, in db: Database) throws -> Int64? {
         try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT id FROM document WHERE identifier = ?"), arguments: [identifier.blob])

@@ -9,9 +9,12 @@ public struct PageLimits: Sendable, Equatable {
     public var bytes: Int
 
     public init(records: Int = 1000, bytes: Int = 4 << 20) {
-        self.records = max(1, records)
+        self.records = min(max(1, records), Self.maximumRecords)
         self.bytes = max(1, bytes)
     }
+
+    /// The most records a page may be set to hold.
+    public static let maximumRecords = 1_000_000
 }
 
 extension ServerDatabase {
@@ -35,10 +38,26 @@ extension ServerDatabase {
             } else {
                 try view.check(epoch: epoch, revision: since)
             }
-            if let cursor, cursor.revision < since {
-                throw ProtocolError(.invalidRequest, "\"after\" lies before \"since\"")
+            if let cursor {
+                guard cursor.revision >= since else {
+                    throw ProtocolError(.invalidRequest, "\"after\" lies before \"since\"")
+                }
+                // The cursor must come from these records: the same layer, or the default
+                // layer this layer was forked from, before the fork (the fork holds those
+                // rows as they were). Anything else is another incarnation.
+                let records = view.recordsLayer
+                let forkedFromIt =
+                    try records.forkEpoch != nil && records.forkEpoch == epoch
+                    && cursor.revision <= records.forkRevision
+                    && Self.defaultLayerID(of: records.documentID, in: db) == cursor.layer
+                guard cursor.layer == records.id || forkedFromIt else {
+                    throw ProtocolError(
+                        .resetRequired, "the layer was deleted or created again since this page cursor: take a snapshot"
+                    )
+                }
             }
-            let columns = "annotationId, revision, deleted, content, createdBy, updatedBy, length(content)"
+            let columns =
+                "annotationId, revision, deleted, content, createdBy, updatedBy, length(CAST(content AS BLOB))"
             let statement =
                 cursor == nil
                 ? try db.cachedStatement(
@@ -63,7 +82,7 @@ extension ServerDatabase {
             while let row = try rows.next() {
                 if changes.count == limits.records || bytes >= limits.bytes {
                     if let last = changes.last {
-                        next = PageCursor(revision: last.revision, id: last.id.blob).text
+                        next = PageCursor(layer: layer, revision: last.revision, id: last.id.blob).text
                     }
                     break
                 }
@@ -87,14 +106,14 @@ extension ServerDatabase {
         try await read { db in
             let view = try Self.view(document: document, name: name, in: db)
             if cursor != nil || epoch != nil {
-                guard let epoch, epoch == view.epoch else {
+                guard let epoch, epoch == view.epoch, cursor.map({ $0.layer == view.recordsLayer.id }) ?? true else {
                     throw ProtocolError(
                         .resetRequired, "the layer was deleted or created again since the first page: start again")
                 }
             }
             // The first page has no lower bound: "" is an id too. (Two statements, so each
             // page is a range scan of the primary key.)
-            let columns = "annotationId, content, createdBy, updatedBy, length(content)"
+            let columns = "annotationId, content, createdBy, updatedBy, length(CAST(content AS BLOB))"
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(columns) FROM record WHERE layerId = ? AND deleted = 0
@@ -109,7 +128,7 @@ extension ServerDatabase {
             let rows = try Row.fetchCursor(statement, arguments: arguments)
             while let row = try rows.next() {
                 if records.count == limits.records || bytes >= limits.bytes {
-                    if let last = records.last { next = PageCursor(revision: 0, id: last.id.blob).text }
+                    if let last = records.last { next = PageCursor(layer: layer, revision: 0, id: last.id.blob).text }
                     break
                 }
                 records.append(
@@ -125,8 +144,9 @@ extension ServerDatabase {
 
 extension ServerDatabase {
     /// A layer's live records ordered by id (an unwritten named layer's are the default
-    /// layer's), at most `limit` of them; `truncated` when more exist.
-    func records(document: String, layer name: String, limit: Int? = nil) async throws -> (
+    /// layer's), at most `limit` of them and no more once their content reaches `bytes`;
+    /// `truncated` when more exist.
+    func records(document: String, layer name: String, limit: Int, bytes: Int) async throws -> (
         records: [AnnotationRecord], truncated: Bool
     ) {
         try await read { db in
@@ -134,12 +154,14 @@ extension ServerDatabase {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(
                     sql: """
-                        SELECT annotationId, content, createdBy, updatedBy FROM record
+                        SELECT annotationId, content, createdBy, updatedBy, length(CAST(content AS BLOB)) FROM record
                         WHERE layerId = ? AND deleted = 0 ORDER BY annotationId LIMIT ?
-                        """), arguments: [view.recordsLayer.id, limit.map { $0 + 1 } ?? -1])
+                        """), arguments: [view.recordsLayer.id, min(limit, Int.max - 1) + 1])
             var records: [AnnotationRecord] = []
+            var total = 0
             while let row = try rows.next() {
-                if let limit, records.count == limit { return (records, true) }
+                if records.count == limit || total >= bytes { return (records, true) }
+                total += row[4] as Int
                 records.append(
                     AnnotationRecord(
                         id: String(blob: row[0]), content: try JSONValue.parse((row[1] as String).utf8),

@@ -87,9 +87,10 @@ extension ServerDatabase {
             let (results, revision) = try Self.apply(changes, to: ref, authority: authority, in: db)
             if atomic, let refused = results.first(where: { !$0.accepted }) {
                 // Thrown inside the transaction: nothing of it is kept.
+                let message = refused.message ?? "the change was refused"
                 throw ProtocolError(
                     refused.reason?.errorCode ?? .invalidRequest,
-                    "annotations[\(refused.changeId)]: \(refused.message ?? "refused"); nothing was written")
+                    changes.count == 1 ? message : "annotations[\(refused.changeId)]: \(message); nothing was written")
             }
             var after = ref
             after.revision = revision

@@ -26,8 +26,9 @@ public enum Failpoint {
         rules.withLock { $0 = parse(specification) }
     }
 
-    /// Called at a named point; dies or throws when a rule names it.
-    static func check(_ name: String, path: String = "") throws(StoreError) {
+    /// Called at a named point; dies or throws when a rule names it. Public so the server
+    /// names its own steps the same way (`upload.afterInsert`, …).
+    public static func check(_ name: String, path: String = "") throws(StoreError) {
         guard let action = action(for: name) else { return }
         switch action {
         case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
