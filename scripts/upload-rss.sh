@@ -19,7 +19,7 @@ peak() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
 run() {  # $1: raw | multipart
     local data="$work/data-$1" log="$work/server-$1.log"
-    INSTANT_SERVER_DATA="$data" PORT=0 LOG_LEVEL=info "$binary" --dev >"$log" 2>&1 &
+    INSTANT_SERVER_DATA="$data" PORT=0 LOG_LEVEL=info MAX_UPLOAD_SIZE_BYTES=$(((mib + 64) << 20)) "$binary" --dev >"$log" 2>&1 &
     local pid=$!
     local port=""
     for _ in $(seq 1 100); do
@@ -35,7 +35,7 @@ run() {  # $1: raw | multipart
     local started=$SECONDS
     if [ "$1" = raw ]; then
         curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Token token=\"$token\"" \
-            -H 'Content-Type: application/pdf' --data-binary @"$pdf" \
+            -H 'Content-Type: application/pdf' -X POST -T "$pdf" \
             "http://127.0.0.1:$port/api/documents?document_id=raw" >"$work/status"
     else
         curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Token token=\"$token\"" \
