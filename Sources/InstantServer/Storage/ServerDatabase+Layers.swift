@@ -125,7 +125,9 @@ extension ServerDatabase {
     /// Every document, oldest first.
     func documents() async throws -> [DocumentInfo] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM document ORDER BY id").map { row in
+            // A document being deleted has a TEXT identifier (every real one is a BLOB).
+            try Row.fetchAll(db, sql: "SELECT * FROM document WHERE typeof(identifier) = 'blob' ORDER BY id").map {
+                row in
                 DocumentInfo(
                     documentId: String(blob: row["identifier"]), sha256: row["sha256"], size: row["size"],
                     title: row["title"], createdAt: row["createdAt"], layers: nil)
@@ -141,7 +143,8 @@ extension ServerDatabase {
                     db, sql: "SELECT * FROM document WHERE identifier = ?", arguments: [identifier.blob])
             else { return nil }
             let layers = try Data.fetchAll(
-                db, sql: "SELECT name FROM layer WHERE documentId = ? ORDER BY name", arguments: [row["id"] as Int64]
+                db, sql: "SELECT name FROM layer WHERE documentId = ? AND copyingFrom IS NULL ORDER BY name",
+                arguments: [row["id"] as Int64]
             ).map(String.init(blob:))
             return DocumentInfo(
                 documentId: identifier, sha256: row["sha256"], size: row["size"], title: row["title"],
@@ -149,17 +152,25 @@ extension ServerDatabase {
         }
     }
 
-    /// Deletes a document with its layers and records; returns its row id (to wake its
-    /// listeners) and the PDF's hash.
+    /// Deletes a document with its layers and records; returns its row id and the PDF's
+    /// hash. The document is gone for every request when this returns; its rows are then
+    /// deleted a batch per transaction (``dropDiscarded()``), so no transaction holds the
+    /// write lock for a document's worth of records.
     func deleteDocument(_ identifier: String) async throws -> (id: Int64, sha256: String) {
-        try await write { db in
+        let deleted = try await write { db -> (id: Int64, sha256: String) in
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT id, sha256 FROM document WHERE identifier = ?", arguments: [identifier.blob])
             else { throw ProtocolError(.notFound, "no document with this document_id") }
-            try db.execute(sql: "DELETE FROM document WHERE id = ?", arguments: [row[0] as Int64])
-            return (row[0], row[1])
+            let id: Int64 = row[0]
+            for layer in try Int64.fetchAll(db, sql: "SELECT id FROM layer WHERE documentId = ?", arguments: [id]) {
+                try Self.discard(layer, in: db)
+            }
+            try db.execute(sql: "UPDATE document SET identifier = 'deleted/' || id WHERE id = ?", arguments: [id])
+            return (id, row[1])
         }
+        try await dropDiscarded()
+        return deleted
     }
 
     /// The row id of a document's default layer.
@@ -182,7 +193,8 @@ extension ServerDatabase {
         guard let documentID = try documentID(document, in: db) else {
             throw ProtocolError(.notFound, "no document with this document_id")
         }
-        let select = try db.cachedStatement(sql: "SELECT * FROM layer WHERE documentId = ? AND name = ?")
+        let select = try db.cachedStatement(
+            sql: "SELECT * FROM layer WHERE documentId = ? AND name = ? AND copyingFrom IS NULL")
         if let row = try Row.fetchOne(select, arguments: [documentID, name.blob]) {
             return .stored(LayerRef(row: row))
         }
@@ -192,43 +204,18 @@ extension ServerDatabase {
         return .unwritten(name: name, defaultLayer: LayerRef(row: base))
     }
 
-    /// Creates the layer `name` as a fork of `source`: every record row (tombstones too)
-    /// with its revision, so the fork's history up to now is the source's and a cursor on
-    /// the source's view stays valid on the fork.
-    static func fork(_ source: LayerRef, as name: String, in db: Database) throws -> LayerRef {
-        // Only a fork of the default layer continues a view clients could have read (the
-        // unwritten layer's); a copy of another named layer starts a history of its own.
-        let sourceEpoch = source.name.isEmpty ? LayerView.unwrittenEpoch(of: source) : nil
-        try db.execute(
-            sql: """
-                INSERT INTO layer (documentId, name, revision, createdAt, epoch, forkEpoch, forkRevision)
-                VALUES (?, ?, ?, ?, lower(hex(randomblob(8))), ?, ?)
-                """,
-            arguments: [source.documentID, name.blob, source.revision, Date(), sourceEpoch, source.revision])
-        let id = db.lastInsertedRowID
-        try db.execute(
-            sql: """
-                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
-                SELECT ?, annotationId, content, createdBy, updatedBy, revision, deleted, writer FROM record
-                WHERE layerId = ?
-                """, arguments: [id, source.id])
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM layer WHERE id = ?", arguments: [id]) else {
-            throw ProtocolError(.internal, "a new layer vanished in its own transaction")
-        }
-        return LayerRef(row: row)
-    }
-
     /// Creates a named layer as a copy of `source` (default: the default layer);
     /// `alreadyExists` if it exists.
     func createLayer(document: String, name: String, source: String = "") async throws -> LayerRef {
-        try await write { db in
+        try await prepareFork(document: document, name: name, source: source)
+        return try await write { db in
             guard case .unwritten = try Self.view(document: document, name: name, in: db) else {
                 throw ProtocolError(.alreadyExists, "the document already has a layer with this name")
             }
             guard let from = try Self.view(document: document, name: source, in: db).stored else {
                 throw ProtocolError(.notFound, "the document has no layer \"\(source)\" to copy")
             }
-            return try Self.fork(from, as: name, in: db)
+            return try Self.completeFork(of: from, as: name, in: db)
         }
     }
 
@@ -239,13 +226,16 @@ extension ServerDatabase {
         guard !name.isEmpty else {
             throw ProtocolError(.invalidRequest, "the default layer cannot be deleted; delete the document instead")
         }
-        return try await write { db in
+        let deleted = try await write { db in
             guard let ref = try Self.view(document: document, name: name, in: db).stored else {
                 throw ProtocolError(.notFound, "the document has no layer with this name")
             }
-            try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [ref.id])
+            // Gone for every request now; its records go a batch per transaction.
+            try Self.discard(ref.id, in: db)
             return ref
         }
+        try await dropDiscarded()
+        return deleted
     }
 
     /// How a request sees a layer now (a read; nothing is created).

@@ -34,6 +34,9 @@ extension ServerDatabase {
         async throws -> (layer: LayerRef?, created: Bool, results: [ChangeResult])
     {
         let canWrite = identity.permissions.contains(.write)
+        if canWrite && !request.changes.isEmpty {
+            try await prepareFork(document: document, name: name, source: "")
+        }
         return try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
             try view.check(epoch: request.epoch, revision: request.baseRevision)
@@ -45,7 +48,7 @@ extension ServerDatabase {
                 guard canWrite else {
                     return (nil, false, request.changes.map(Self.writeRefused))
                 }
-                ref = try Self.fork(base, as: name, in: db)
+                ref = try Self.completeFork(of: base, as: name, in: db)
             }
             // Verdicts past the window go, a few hundred per sync across all layers, so
             // no sync pays for a large cleanup and quiet layers are cleaned too.
@@ -76,12 +79,13 @@ extension ServerDatabase {
         _ changes: [ClientChange], document: String, layer name: String, userID: String?,
         createReplaces: Bool = false, atomic: Bool = false
     ) async throws -> (layer: LayerRef, created: Bool, results: [ChangeResult]) {
-        try await write { db in
+        if !changes.isEmpty { try await prepareFork(document: document, name: name, source: "") }
+        return try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
             let ref: LayerRef
             switch view {
             case .stored(let stored): ref = stored
-            case .unwritten(let name, let base): ref = try Self.fork(base, as: name, in: db)
+            case .unwritten(let name, let base): ref = try Self.completeFork(of: base, as: name, in: db)
             }
             let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
             let (results, revision) = try Self.apply(changes, to: ref, authority: authority, in: db)

@@ -96,6 +96,11 @@ public final class ServerDatabase: Sendable {
             try db.drop(index: "record_by_revision")
             try db.create(index: "record_by_revision", on: "record", columns: ["layerId", "revision", "annotationId"])
         }
+        migrator.registerMigration("server-v4") { db in
+            // A fork is copied a batch per short transaction; until its last batch commits
+            // it names the layer it copies here and no request sees it.
+            try db.alter(table: "layer") { t in t.add(column: "copyingFrom", .integer) }
+        }
         return migrator
     }
 
