@@ -18,6 +18,10 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 var roundTrips = 500
 var batch = 10_000
 var listens = 50
@@ -230,18 +234,22 @@ let reader = Task { () -> (fetches: Int, records: Int, seconds: Double) in
     var fetches = 0
     var records = 0
     let begun = now()
-    while !Task.isCancelled {
-        var after: String?
-        var epoch = ""
-        repeat {
-            let query = after.map { "?epoch=\(epoch)&after=\($0)" } ?? ""
-            let page = try LayerSnapshot(
-                jsonData: try await call(.GET, "/i/v1/documents/large/snapshot\(query)", token: largeToken))
-            epoch = page.epoch
-            records += page.records.count
-            after = page.next
-        } while after != nil && !Task.isCancelled
-        fetches += 1
+    do {
+        while !Task.isCancelled {
+            var after: String?
+            var epoch = ""
+            repeat {
+                let query = after.map { "?epoch=\(epoch)&after=\($0)" } ?? ""
+                let page = try LayerSnapshot(
+                    jsonData: try await call(.GET, "/i/v1/documents/large/snapshot\(query)", token: largeToken))
+                epoch = page.epoch
+                records += page.records.count
+                after = page.next
+            } while after != nil && !Task.isCancelled
+            fetches += 1
+        }
+    } catch  where Task.isCancelled {
+        // Stopped in the middle of a page: the figures so far stand.
     }
     return (fetches, records, now() - begun)
 }
@@ -250,18 +258,59 @@ let loadedSyncs = try await syncLatencies(300)
 reader.cancel()
 let readerStats = try await reader.value
 
-// 5. Parked listeners on one layer, woken by one write.
+// 5. Parked listeners on one layer, woken by one write. The listeners are bare sockets
+// read by one thread with poll(2), so the figure is the server's, not an HTTP client's.
 let parkedBase = revision
-let parkedListeners = (0..<parked).map { _ in
-    Task { () -> Double in
-        _ = try await call(
-            .GET, "/i/v1/documents/bench/listen?revision=\(parkedBase)&epoch=\(epoch)&timeout=50", token: token)
-        return now()
+var sockets: [Int32] = []
+for _ in 0..<parked {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
+    precondition(connected == 0, "connect failed")
+    let request = Array(
+        ("GET /i/v1/documents/bench/listen?revision=\(parkedBase)&epoch=\(epoch)&timeout=50 HTTP/1.1\r\n"
+            + "Host: bench\r\nAuthorization: Token token=\"\(token)\"\r\n\r\n").utf8)
+    _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    sockets.append(fd)
 }
 let parkDeadline = now() + 60
 while await server.parkedListeners < parked && now() < parkDeadline { try await Task.sleep(for: .milliseconds(50)) }
 let parkedCount = await server.parkedListeners
+/// When each socket's answer began, read by one thread that polls them all.
+let listening = sockets
+let arrivals: Task<[Double], Never> = Task.detached {
+    await withCheckedContinuation { continuation in
+        Thread {
+            var pending = listening.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            var times: [Double] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let giveUp = now() + 60
+            while !pending.isEmpty && now() < giveUp {
+                guard poll(&pending, nfds_t(pending.count), 1000) > 0 else { continue }
+                let seen = now()
+                var still: [pollfd] = []
+                for entry in pending {
+                    if entry.revents != 0 {
+                        _ = read(entry.fd, &buffer, buffer.count)
+                        times.append(seen)
+                        close(entry.fd)
+                    } else {
+                        still.append(pollfd(fd: entry.fd, events: Int16(POLLIN), revents: 0))
+                    }
+                }
+                pending = still
+            }
+            continuation.resume(returning: times)
+        }.start()
+    }
+}
 let wakeWrite = now()
 revision = try await sync(
     token,
@@ -270,9 +319,8 @@ revision = try await sync(
         changes: [ClientChange(changeId: nextChange, kind: .update, id: "r", content: note("wake"))])
 ).revision
 let wakeWritten = now()
-var wakeLatencies: [Double] = []
-for listener in parkedListeners { wakeLatencies.append(try await listener.value - wakeWrite) }
-wakeLatencies.sort()
+let wakeLatencies = await arrivals.value.map { $0 - wakeWrite }.sorted()
+precondition(wakeLatencies.count == parked, "some listeners never answered")
 
 try await http.shutdown()
 serving.cancel()

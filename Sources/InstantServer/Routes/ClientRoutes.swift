@@ -116,7 +116,9 @@ struct ClientRoutes {
         let timeout = min(requested, Double(server.configuration.maximumListenTimeout))
         let epoch = query["epoch"].map(String.init)
         let server = self.server
-        let answer = try await request.body.consumeWithCancellationOnInboundClose { _ in
+        // The wait runs in its own task, cancelled (and its listener released) as soon as
+        // the client hangs up, or when this request is cancelled.
+        let waiting = Task {
             try await withGracefulShutdownHandler {
                 try await Self.waitForChange(
                     server: server, identity: identity, epoch: epoch, after: after, timeout: timeout)
@@ -124,8 +126,17 @@ struct ClientRoutes {
                 Task { await server.listeners.close() }
             }
         }
-        // Watching for the client's close consumes the connection: it is not reused (and
-        // says so, so no client sends its next request down it).
+        // Watching for the client's close reads the connection to its end: it is not reused
+        // (and says so, so no client sends its next request down it).
+        let answer = try await request.body.consumeWithInboundCloseHandler { _ in
+            try await withTaskCancellationHandler {
+                try await waiting.value
+            } onCancel: {
+                waiting.cancel()
+            }
+        } onInboundClosed: {
+            waiting.cancel()
+        }
         var response = JSONResponse.make(answer)
         response.headers[.connection] = "close"
         return response
