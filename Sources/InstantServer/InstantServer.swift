@@ -42,8 +42,8 @@ public final class InstantServer: Sendable {
         try FileManager.default.setAttributes(
             [.posixPermissions: 0o700], ofItemAtPath: configuration.dataDirectory.path)
         database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
-        // Deletions a kill cut short: their rows are hidden already; they go now.
-        try await database.dropDiscarded()
+        // Deletions a kill cut short: their rows are hidden already; they go in the background.
+        database.reap()
         pdfTenant = try TenantURL("http://instant-server.local")
         // The origin of its PDFs: no prune, GC or instantctl removes one, and uploads are synced.
         pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"), role: .origin)

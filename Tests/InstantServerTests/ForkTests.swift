@@ -63,9 +63,41 @@ import Testing
         #expect(try await server.call(.POST, "/api/documents?document_id=d", body: samplePDF(1_000)).status == 201)
         let listed = try await server.api(.GET, "/documents/d/annotations")
         #expect(listed.body == Data(#"{"data":{"annotations":[],"truncated":false}}"#.utf8), "nothing of the old one")
+        // The old rows go in the background, started at start: watched from outside.
+        let database = try DatabaseQueue(path: data.appendingPathComponent("server.sqlite").path)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var left = -1
+        while left != 0 && ContinuousClock.now < deadline {
+            left = try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record") } ?? -1
+            if left != 0 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(left == 0, "every record of the deleted document is removed")
         await server.stop()
-        let database = try ServerDatabase(path: data.appendingPathComponent("server.sqlite").path)
-        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record") } == 0)
+    }
+
+    /// Refused writes copy nothing: a sync with a cursor the layer cannot have given, and
+    /// a backend write with nothing in it, leave no layer, visible or not.
+    @Test func refusedOrEmptyWritesCopyNothing() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fork-\(UUID().uuidString).sqlite")
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path.path + suffix) }
+        }
+        let database = try ServerDatabase(path: path.path)
+        _ = try await database.insertDocument(identifier: "d", sha256: "00", size: 1, title: nil)
+        _ = try await database.applyBackend(
+            [ClientChange(changeId: 0, kind: .create, id: "a", content: annotation("a"))], document: "d", layer: "",
+            userID: nil)
+        let stale = SyncRequest(
+            clientId: "stale-0123456789abcdef", epoch: "0000", baseRevision: 1,
+            changes: [ClientChange(changeId: 1, kind: .create, id: "b", content: annotation("b"))])
+        await #expect(throws: ProtocolError.self) {
+            try await database.applyClientChanges(
+                document: "d", layer: "l", request: stale,
+                identity: ClientIdentity(documentID: "d", layer: "l", userID: "u", permissions: .all))
+        }
+        let empty = try await database.applyBackend([], document: "d", layer: "l", userID: nil)
+        #expect(empty.layer == nil && !empty.created)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM layer") } == 1)
     }
 
     /// A server data directory with document "d" whose default layer has `records` records.

@@ -128,16 +128,22 @@ struct ClientRoutes {
         }
         // Watching for the client's close reads the connection to its end: it is not reused
         // (and says so, so no client sends its next request down it).
-        let answer = try await request.body.consumeWithInboundCloseHandler { _ in
-            try await withTaskCancellationHandler {
-                try await waiting.value
-            } onCancel: {
+        var response: Response
+        do {
+            let answer = try await request.body.consumeWithInboundCloseHandler { _ in
+                try await withTaskCancellationHandler {
+                    try await waiting.value
+                } onCancel: {
+                    waiting.cancel()
+                }
+            } onInboundClosed: {
                 waiting.cancel()
             }
-        } onInboundClosed: {
-            waiting.cancel()
+            response = JSONResponse.make(answer)
+        } catch {
+            // An error answer (the layer reset, the document gone) closes the connection too.
+            response = ErrorMiddleware.response(ErrorMiddleware.protocolError(error))
         }
-        var response = JSONResponse.make(answer)
         response.headers[.connection] = "close"
         return response
     }

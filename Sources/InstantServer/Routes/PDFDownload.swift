@@ -14,8 +14,9 @@ struct PDFDownload {
     @Sendable func respond(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.download, for: "downloading the PDF")
-        guard let info = try await server.database.document(identity.documentID), let hash = BlobHash(hex: info.sha256),
-            let stored = try server.pdfs.pdf(tenant: server.pdfTenant, document: identity.documentID)
+        let (pdfs, tenant, document) = (server.pdfs, server.pdfTenant, identity.documentID)
+        guard let info = try await server.database.document(document), let hash = BlobHash(hex: info.sha256),
+            let stored = try await server.blocking({ try pdfs.pdf(tenant: tenant, document: document) })
         else { throw ProtocolError(.notFound, "no document with this document_id") }
         let etag = "\"\(info.sha256)\""
         var headers: HTTPFields = [

@@ -26,7 +26,6 @@ extension ServerDatabase {
         while try await copyForkBatch(target, limit: Self.forkBatch) == Self.forkBatch {
             try Failpoint.check("fork.afterBatch")
         }
-        try await dropDiscarded()
     }
 
     /// The partial copy a fork of `name` continues (made here, or left by a kill), or nil
@@ -35,23 +34,31 @@ extension ServerDatabase {
         guard !name.isEmpty else { return nil }
         // Most writes go to a layer that exists: one read, and nothing to prepare.
         guard case .unwritten = try await view(document: document, layer: name) else { return nil }
-        return try await write { db -> (layer: Int64, source: Int64)? in
+        let started = try await write { db -> (target: (layer: Int64, source: Int64)?, discarded: Bool) in
             guard let documentID = try Self.documentID(document, in: db),
                 case .unwritten = try Self.view(document: document, name: name, in: db),
                 let from = try Self.view(document: document, name: source, in: db).stored
-            else { return nil }
+            else { return (nil, false) }
+            var discarded = false
             if let partial = try Self.partialFork(documentID: documentID, name: name, in: db) {
-                if partial.from == from.id { return (partial.id, from.id) }
+                if partial.from == from.id {
+                    // Resumed: its age counts from now (the reaper gives up old copies).
+                    try db.execute(sql: "UPDATE layer SET createdAt = ? WHERE id = ?", arguments: [Date(), partial.id])
+                    return ((partial.id, from.id), false)
+                }
                 // A partial copy of another layer (a kill, then a fork from elsewhere): it goes.
                 try Self.discard(partial.id, in: db)
+                discarded = true
             }
             try db.execute(
                 sql: """
                     INSERT INTO layer (documentId, name, revision, createdAt, epoch, copyingFrom)
                     VALUES (?, ?, 0, ?, lower(hex(randomblob(8))), ?)
                     """, arguments: [documentID, name.blob, Date(), from.id])
-            return (db.lastInsertedRowID, from.id)
+            return ((db.lastInsertedRowID, from.id), discarded)
         }
+        if started.discarded { reap() }
+        return started.target
     }
 
     /// Copies the next `limit` rows of a fork in one transaction; returns how many.
@@ -96,6 +103,10 @@ extension ServerDatabase {
     /// (revision, id) order, replacing older copies of the same record. A record the source
     /// changes while the copy runs moves past the cursor, so it is copied again, newer.
     private static func copyBatch(to layer: Int64, from source: Int64, limit: Int, in db: Database) throws -> Int {
+        // A copy given up meanwhile (its document deleted, the reaper's age limit) stops.
+        guard
+            try Int64.fetchOne(db, sql: "SELECT copyingFrom FROM layer WHERE id = ?", arguments: [layer]) == source
+        else { return 0 }
         let last = try Row.fetchOne(
             db.cachedStatement(
                 sql: """
@@ -135,10 +146,24 @@ extension ServerDatabase {
         try db.execute(sql: "UPDATE layer SET copyingFrom = 0, name = 'discarded/' || id WHERE id = ?", arguments: [id])
     }
 
-    /// Deletes discarded layers a batch of records per transaction, then the documents
-    /// being deleted once they have no layer left. Run after each deletion and at start
-    /// (a kill in between leaves only hidden rows, finished here).
+    /// How long a partial copy may wait for the write that made it before it is given up
+    /// (a write refused after its copy, or a fork whose source went).
+    static let partialCopyLifetime: TimeInterval = 3600
+
+    /// Deletes discarded layers a batch of records (then of verdicts) per transaction,
+    /// then the documents being deleted once they have no layer left; first, gives up
+    /// partial copies whose source is gone or that waited too long. Run in the background
+    /// after each deletion and at start (a kill in between leaves only hidden rows).
     func dropDiscarded() async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE layer SET copyingFrom = 0, name = 'discarded/' || id
+                    WHERE copyingFrom > 0 AND (createdAt < ?
+                        OR NOT EXISTS (SELECT 1 FROM layer AS source WHERE source.id = layer.copyingFrom
+                                       AND source.copyingFrom IS NULL))
+                    """, arguments: [Date().addingTimeInterval(-Self.partialCopyLifetime)])
+        }
         while true {
             let more = try await write { db -> Bool in
                 guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM layer WHERE copyingFrom = 0 LIMIT 1") else {
@@ -154,6 +179,12 @@ extension ServerDatabase {
                         DELETE FROM record WHERE layerId = ? AND annotationId IN (
                             SELECT annotationId FROM record WHERE layerId = ? LIMIT ?)
                         """, arguments: [id, id, Self.forkBatch])
+                if db.changesCount > 0 { return true }
+                try db.execute(
+                    sql: """
+                        DELETE FROM appliedChange WHERE (layerId, clientId, changeId) IN (
+                            SELECT layerId, clientId, changeId FROM appliedChange WHERE layerId = ? LIMIT ?)
+                        """, arguments: [id, Self.forkBatch])
                 if db.changesCount == 0 { try db.execute(sql: "DELETE FROM layer WHERE id = ?", arguments: [id]) }
                 return true
             }

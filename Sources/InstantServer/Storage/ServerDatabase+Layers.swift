@@ -154,8 +154,8 @@ extension ServerDatabase {
 
     /// Deletes a document with its layers and records; returns its row id and the PDF's
     /// hash. The document is gone for every request when this returns; its rows are then
-    /// deleted a batch per transaction (``dropDiscarded()``), so no transaction holds the
-    /// write lock for a document's worth of records.
+    /// deleted in the background a batch per transaction (``DiscardReaper``), so no
+    /// transaction holds the write lock for a document's worth of records.
     func deleteDocument(_ identifier: String) async throws -> (id: Int64, sha256: String) {
         let deleted = try await write { db -> (id: Int64, sha256: String) in
             guard
@@ -169,7 +169,7 @@ extension ServerDatabase {
             try db.execute(sql: "UPDATE document SET identifier = 'deleted/' || id WHERE id = ?", arguments: [id])
             return (id, row[1])
         }
-        try await dropDiscarded()
+        reap()
         return deleted
     }
 
@@ -234,7 +234,7 @@ extension ServerDatabase {
             try Self.discard(ref.id, in: db)
             return ref
         }
-        try await dropDiscarded()
+        reap()
         return deleted
     }
 

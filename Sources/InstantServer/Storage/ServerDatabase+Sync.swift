@@ -35,6 +35,8 @@ extension ServerDatabase {
     {
         let canWrite = identity.permissions.contains(.write)
         if canWrite && !request.changes.isEmpty {
+            // A cursor the layer cannot have given is refused before any copy is made.
+            try await view(document: document, layer: name).check(epoch: request.epoch, revision: request.baseRevision)
             try await prepareFork(document: document, name: name, source: "")
         }
         return try await write { db in
@@ -78,14 +80,17 @@ extension ServerDatabase {
     func applyBackend(
         _ changes: [ClientChange], document: String, layer name: String, userID: String?,
         createReplaces: Bool = false, atomic: Bool = false
-    ) async throws -> (layer: LayerRef, created: Bool, results: [ChangeResult]) {
+    ) async throws -> (layer: LayerRef?, created: Bool, results: [ChangeResult]) {
         if !changes.isEmpty { try await prepareFork(document: document, name: name, source: "") }
         return try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
             let ref: LayerRef
             switch view {
             case .stored(let stored): ref = stored
-            case .unwritten(let name, let base): ref = try Self.completeFork(of: base, as: name, in: db)
+            case .unwritten(let name, let base):
+                // Nothing to write creates nothing.
+                guard !changes.isEmpty else { return (nil, false, []) }
+                ref = try Self.completeFork(of: base, as: name, in: db)
             }
             let authority = WriteAuthority(userID: userID, baseRevision: nil, createReplaces: createReplaces)
             let (results, revision) = try Self.apply(changes, to: ref, authority: authority, in: db)

@@ -52,7 +52,12 @@ extension InstantStore {
             writer.discard()
             throw error
         }
-        return try commit(try writer.finish(expectedHash: expectedHash), tenant: tenant, document: document)
+        // The last batch, the fsyncs and the catalog transaction block: they run on a
+        // dispatch queue, so the calling task holds no thread of Swift's cooperative pool.
+        let handoff = Handoff(writer)
+        return try await Offload.run {
+            try self.commit(try handoff.value.finish(expectedHash: expectedHash), tenant: tenant, document: document)
+        }
     }
 
     /// Renames the staged blob into `blobs/` and points the document at it, in one catalog
