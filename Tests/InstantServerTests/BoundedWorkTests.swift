@@ -87,6 +87,33 @@ import Testing
         }
     }
 
+    /// Query values at their extremes get a clear answer at once, and the server carries on.
+    @Test func queryValuesAtTheirExtremes() async throws {
+        try await TestServer.with(listenTimeout: 1) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let epoch = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self).epoch
+            let cases: [(String, Int)] = [
+                ("listen?revision=9223372036854775807&epoch=\(epoch)", 409),
+                ("listen?revision=99999999999999999999", 400), ("listen?revision=-1", 400),
+                ("listen?revision=0&timeout=-1", 400), ("listen?revision=0&timeout=nan", 400),
+                ("listen?revision=0&timeout=inf", 400), ("listen?revision=0&timeout=1e308", 200),
+                ("listen?revision=0&timeout=0", 200), ("changes?since=-5", 400),
+                ("changes?since=9223372036854775807&epoch=\(epoch)", 409),
+                ("changes?since=0&after=1.9223372036854775807.ff", 200),
+                ("changes?since=0&after=99999999999999999999.0.", 400),
+                ("snapshot?after=1.0.\(String(repeating: "ab", count: 5000))", 400),
+            ]
+            for (query, status) in cases {
+                let started = ContinuousClock.now
+                let reply = try await server.client(.GET, "d", query, token: token)
+                #expect(reply.status == status, "\(query): \(reply.status)")
+                #expect(ContinuousClock.now - started < .seconds(5), "\(query) answered at once (or at the 1 s cap)")
+            }
+            #expect(try await server.request(.GET, "/i/v1/version").status == 200)
+        }
+    }
+
     @Test func aSyncCarriesAtMostTheCap() async throws {
         try await TestServer.with(configure: { $0.maxChangesPerSync = 3 }) { server in
             try await server.upload("d", samplePDF(2_000))

@@ -52,6 +52,8 @@ enum FuzzTargets {
             precondition(decoded.utf8.count <= text.utf8.count, "decoding made an identifier longer")
         }
         _ = MultipartParser.boundary(contentType: text)
+        _ = HeaderParsing.matches(text, etag: "\"0123\"")
+        _ = HeaderParsing.acceptsZstd(text)
         if let cursor = try? PageCursor(text: text) {
             precondition((try? PageCursor(text: cursor.text)) == cursor, "a page cursor did not round-trip")
         }

@@ -53,4 +53,25 @@ enum HeaderParsing {
         }
         return String(validating: bytes, as: UTF8.self)
     }
+
+    /// Whether an `If-None-Match` list names `etag` (or `*`); weak tags compare by value.
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { item in
+            var tag = item.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == "*" || tag == etag || "\"\(tag)\"" == etag
+        }
+    }
+
+    /// Whether `Accept-Encoding` allows zstd (listed with a q above 0, or via `*`).
+    static func acceptsZstd(_ header: String?) -> Bool {
+        guard let header else { return false }
+        for item in header.split(separator: ",") {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let coding = parts.first, coding == "zstd" || coding == "*" else { continue }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            if quality > 0 { return true }
+        }
+        return false
+    }
 }

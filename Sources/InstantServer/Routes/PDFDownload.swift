@@ -22,7 +22,7 @@ struct PDFDownload {
         var headers: HTTPFields = [
             .eTag: etag, .acceptRanges: "bytes", .contentType: "application/pdf", .vary: "Accept-Encoding",
         ]
-        if let match = request.headers[.ifNoneMatch], Self.matches(match, etag: etag) {
+        if let match = request.headers[.ifNoneMatch], HeaderParsing.matches(match, etag: etag) {
             return Response(status: .notModified, headers: headers)
         }
         if let rangeHeader = request.headers[.range] {
@@ -38,7 +38,7 @@ struct PDFDownload {
                 return try partial(range, of: hash, stored, headers)
             }
         }
-        if Self.acceptsZstd(request.headers[.acceptEncoding]) {
+        if HeaderParsing.acceptsZstd(request.headers[.acceptEncoding]) {
             headers[.contentEncoding] = "zstd"
             headers[.contentLength] = "\(stored.storedSize)"
             let chunks = try server.pdfs.pdfChunks(hash, storedFrame: true)
@@ -56,15 +56,6 @@ struct PDFDownload {
         }
     }
 
-    /// Whether an `If-None-Match` list names `etag` (or `*`); weak tags compare by value.
-    static func matches(_ header: String, etag: String) -> Bool {
-        header.split(separator: ",").contains { item in
-            var tag = item.trimmingCharacters(in: .whitespaces)
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
-            return tag == "*" || tag == etag || "\"\(tag)\"" == etag
-        }
-    }
-
     /// 206 with one range of the PDF's bytes.
     private func partial(_ range: Range<Int64>, of hash: BlobHash, _ stored: StoredPDF, _ headers: HTTPFields)
         throws -> Response
@@ -74,17 +65,5 @@ struct PDFDownload {
         headers[.contentLength] = "\(range.count)"
         let chunks = try server.pdfs.pdfChunks(hash, range: range)
         return Response(status: .partialContent, headers: headers, body: Self.body(chunks, length: Int(range.count)))
-    }
-
-    /// Whether `Accept-Encoding` allows zstd (listed with a q above 0, or via `*`).
-    static func acceptsZstd(_ header: String?) -> Bool {
-        guard let header else { return false }
-        for item in header.split(separator: ",") {
-            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let coding = parts.first, coding == "zstd" || coding == "*" else { continue }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            if quality > 0 { return true }
-        }
-        return false
     }
 }
