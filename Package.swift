@@ -124,6 +124,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InstantProtocolTests", dependencies: ["InstantProtocol"]),
+        .testTarget(name: "InstantTests", dependencies: ["Instant", "InstantProtocol"]),
         .testTarget(name: "InstantctlTests", dependencies: ["Instant", "InstantStore", "InstantProtocol", "TestSupport"]),
         .testTarget(
             name: "InstantStoreTests",

@@ -1,0 +1,63 @@
+import Foundation
+import InstantProtocol
+import Testing
+
+@testable import Instant
+
+/// Offline JWT parsing: what a descriptor is keyed by, and `invalidJWT` for anything else.
+@Suite struct InstantJWTTests {
+    static func token(_ payload: String, header: String = #"{"alg":"RS256"}"#) -> String {
+        func encode(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        return "\(encode(header)).\(encode(payload)).c2lnbmF0dXJl"
+    }
+
+    @Test func readsTheDocumentLayerAndUser() throws {
+        let jwt = try InstantJWT(
+            parsing: Self.token(
+                #"{"document_id":"contract 7/ü","layer":"review","user_id":"ana","permissions":["write"],"exp":1767225600}"#
+            ))
+        #expect(jwt.documentID == "contract 7/ü" && jwt.layerName == "review" && jwt.userID == "ana")
+        #expect(jwt.expiration == Date(timeIntervalSince1970: 1_767_225_600))
+        let plain = try InstantJWT(parsing: Self.token(#"{"document_id":"d"}"#))
+        #expect(plain.layerName == "" && plain.userID == nil && plain.expiration == nil)
+        #expect(!String(describing: jwt).contains(jwt.token), "a description never shows the token")
+    }
+
+    @Test(arguments: [
+        "", "a.b", "a.b.c.d", "..", "a..c",
+        Self.token(#"{"layer":"x"}"#), Self.token(#"{"document_id":7}"#), Self.token(#"{"document_id":""}"#),
+        Self.token(#"["document_id"]"#), Self.token("not json"),
+        Self.token(#"{"document_id":"d","layer":5}"#), Self.token(#"{"document_id":"d","user_id":["a"]}"#),
+        "eyJhbGciOiJub25lIn0.%%%.sig", String(repeating: "a", count: 70_000) + ".b.c",
+    ])
+    func anythingElseIsInvalidJWT(token: String) {
+        #expect {
+            try InstantJWT(parsing: token)
+        } throws: { error in
+            (error as? InstantError)?.code == .invalidJWT && !(error as? InstantError)!.message.isEmpty
+        }
+    }
+
+    @Test func errorCodesAreInstants() {
+        #expect(InstantError.Code.invalidJWT.rawValue == 32 && InstantError.Code.userIDMismatch.rawValue == 33)
+        #expect(InstantError.Code.alreadyDownloaded.rawValue == 5 && InstantError.Code.requestFailed.rawValue == 16)
+        #expect(InstantError.Code.invalidCustomData.rawValue == 113 && InstantError.Code.allCases.count == 28)
+        let failure = InstantError(.databaseAccessFailed, "the layer database is locked", sqliteCode: 5)
+        #expect(failure.description == "databaseAccessFailed (6): the layer database is locked (SQLite 5)")
+    }
+}
+
+/// Every protocol error maps to an Instant error, and only authentication refusals are
+/// authentication failures, only transient ones are retried.
+@Suite struct InstantErrorMappingTests {
+    @Test(arguments: ErrorCode.allCases)
+    func everyServerCodeMaps(code: ErrorCode) {
+        let error = InstantError(ProtocolError(code, "because"))
+        #expect(error.message.contains(code.rawValue) && error.message.contains("because"))
+        #expect(error.isAuthenticationFailure == [401, 403].contains(code.status))
+        #expect(error.isRetryable == [500, 503].contains(code.status))
+    }
+}
