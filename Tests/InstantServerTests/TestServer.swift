@@ -40,7 +40,13 @@ struct TestServer {
         let app = server.application()
         return try await app.test(.live) { testClient in
             guard let port = testClient.port else { throw ProtocolError(.internal, "no port") }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            // Room for every concurrent test request, and a patient wait for a connection:
+            // the full suite runs many servers side by side on two cores.
+            var clientConfiguration = HTTPClient.Configuration()
+            clientConfiguration.timeout = .init(connect: .seconds(60))
+            clientConfiguration.connectionPool = .init(
+                idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
             do {
                 let result = try await body(
                     TestServer(

@@ -112,17 +112,18 @@ import Testing
         try await withDemoStore { root, _ in
             let writer = try ChildProcess(
                 Executables.url("instant-store-worker"), ["ingest-loop", root.path, "https://writer.example", "150"])
-            var prunes = 0
+            // Prunes run back to back while the writer works; the first starts while it
+            // runs (how many fit depends on the machine's load, so none is counted on).
+            let overlapped = try await !writerDone(writer)
             while true {
                 let run = try await instantctl(["prune", "--max-size", "0", "--quiet"], root: root)
                 #expect(run.status == 0, "\(run.error)")
-                prunes += 1
                 if try await writerDone(writer) { break }
             }
             let ending = try await writer.exit(within: .seconds(120))
             #expect(ending.status == 0, "writer: \(writer.standardError)")
             #expect(writer.standardOutput.contains("ok"))
-            #expect(prunes >= 2)
+            #expect(overlapped, "the writer was still writing when the first prune began")
             let verify = try await instantctl(["verify", "--deep"], root: root)
             #expect(verify.status == 0, "\(verify.output)\(verify.error)")
         }
