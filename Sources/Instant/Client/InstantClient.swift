@@ -1,0 +1,164 @@
+import Foundation
+import InstantStore
+import Synchronization
+
+/// The client of one Instant server: its documents' descriptors and its part of the local
+/// store, which several clients (servers) may share.
+///
+/// ```swift
+/// let client = try InstantClient(serverURL: URL(string: "https://instant.example.com")!)
+/// let descriptor = try client.documentDescriptor(forJWT: jwt)
+/// ```
+public final class InstantClient: Sendable {
+    /// The server, as given.
+    public let serverURL: URL
+    let tenant: TenantURL
+    let store: InstantStore
+    private let descriptors = Mutex<[Key: InstantDocumentDescriptor]>([:])
+
+    private struct Key: Hashable {
+        var document: String
+        var layer: String
+    }
+
+    /// Opens (or creates) the store at `storeRoot` (default: ``defaultStoreRoot``) for the
+    /// server at `serverURL`: `invalidURL` unless it is http or https with a host.
+    public init(serverURL: URL, storeRoot: URL? = nil) throws(InstantError) {
+        do {
+            tenant = try TenantURL(serverURL.absoluteString)
+        } catch {
+            throw InstantError(.invalidURL, "the server URL must be http or https with a host: \(serverURL)")
+        }
+        self.serverURL = serverURL
+        do {
+            store = try InstantStore(root: storeRoot ?? Self.defaultStoreRoot)
+        } catch {
+            throw InstantError(error)
+        }
+    }
+
+    /// `$INSTANT_STORE`, else `$XDG_DATA_HOME/instant-linux`, else
+    /// `~/.local/share/instant-linux`.
+    public static var defaultStoreRoot: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let root = environment["INSTANT_STORE"], !root.isEmpty { return URL(fileURLWithPath: root) }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+            return URL(fileURLWithPath: data).appendingPathComponent("instant-linux")
+        }
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/instant-linux")
+    }
+
+    /// The descriptor of the document and layer a JWT is for, parsed offline: the same
+    /// object for the same document and layer. `invalidJWT` for a token that is not one;
+    /// `userIDMismatch` when the layer is stored for another user (remove its local
+    /// storage first).
+    public func documentDescriptor(forJWT token: String) throws(InstantError) -> InstantDocumentDescriptor {
+        let jwt = try InstantJWT(parsing: token)
+        let stored: LocalDescriptor?
+        do {
+            stored = try localDescriptor(jwt.documentID, jwt.layerName)
+        } catch {
+            throw InstantError(error)
+        }
+        if let owner = stored?.userID, let user = jwt.userID, owner != user {
+            throw InstantError(
+                .userIDMismatch,
+                "the layer is stored for user \(owner), and this JWT is for \(user): remove the document's local storage to change users"
+            )
+        }
+        let descriptor = descriptor(jwt.documentID, jwt.layerName, userID: stored?.userID ?? jwt.userID)
+        descriptor.update(jwt: jwt)
+        return descriptor
+    }
+
+    /// Every layer of this server in the store, by document (documents with no layer are
+    /// left out). Descriptors found here after a restart hold no JWT.
+    public func localDocumentDescriptors() throws(InstantError) -> [String: Set<InstantDocumentDescriptor>] {
+        let locals: [LocalDescriptor]
+        do {
+            locals = try store.localDescriptors(tenant: tenant)
+        } catch {
+            throw InstantError(error)
+        }
+        var result: [String: Set<InstantDocumentDescriptor>] = [:]
+        for local in locals {
+            result[local.documentIdentifier, default: []].insert(
+                descriptor(local.documentIdentifier, local.layerName, userID: local.userID))
+        }
+        return result
+    }
+
+    /// This server's documents in the store, with their size, layers and state.
+    public func listCacheEntries() throws(InstantError) -> [InstantCacheEntry] {
+        do {
+            return try store.cacheEntries(tenant: tenant).map(InstantCacheEntry.init)
+        } catch {
+            throw InstantError(error)
+        }
+    }
+
+    /// Removes this server's documents that no layer uses (and their PDFs, unless another
+    /// document or server uses them); returns their identifiers. One catalog transaction.
+    @discardableResult
+    public func removeUnreferencedCacheEntries() throws(InstantError) -> Set<String> {
+        do {
+            return Set(try store.removeUnreferenced(tenant: tenant).documents.map(\.document))
+        } catch {
+            throw InstantError(error)
+        }
+    }
+
+    /// Removes a document with every layer (unsynced changes included) and its PDF;
+    /// its live descriptors become `invalid`.
+    public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
+        do {
+            try store.removeDocument(tenant: tenant, document: identifier)
+        } catch .noSuchDocument {
+            // Nothing stored: nothing to remove.
+        } catch {
+            throw InstantError(error)
+        }
+        invalidate { $0.document == identifier }
+    }
+
+    /// Removes everything of this server from the store (other servers' data stays); every
+    /// live descriptor becomes `invalid`.
+    public func removeLocalStorage() throws(InstantError) {
+        do {
+            try store.removeTenant(tenant)
+        } catch .nothingStored {
+            // Nothing stored: nothing to remove.
+        } catch {
+            throw InstantError(error)
+        }
+        invalidate { _ in true }
+    }
+
+    // MARK: Internals
+
+    /// The one descriptor of a document and layer, made on first use.
+    private func descriptor(_ document: String, _ layer: String, userID: String?) -> InstantDocumentDescriptor {
+        descriptors.withLock { cache in
+            if let existing = cache[Key(document: document, layer: layer)] { return existing }
+            let made = InstantDocumentDescriptor(
+                client: self, identifier: document, layerName: layer, jwt: nil, userID: userID)
+            cache[Key(document: document, layer: layer)] = made
+            return made
+        }
+    }
+
+    /// Marks the matching descriptors invalid and forgets them: the next request for that
+    /// document and layer gets a new descriptor.
+    private func invalidate(_ matching: (Key) -> Bool) {
+        let gone = descriptors.withLock { cache -> [InstantDocumentDescriptor] in
+            let keys = cache.keys.filter(matching)
+            return keys.compactMap { cache.removeValue(forKey: $0) }
+        }
+        for descriptor in gone { descriptor.invalidate() }
+    }
+
+    /// The store's row for a layer of this server, or nil.
+    func localDescriptor(_ document: String, _ layer: String) throws(StoreError) -> LocalDescriptor? {
+        try store.localDescriptors(tenant: tenant).first { $0.documentIdentifier == document && $0.layerName == layer }
+    }
+}

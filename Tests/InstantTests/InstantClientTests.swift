@@ -1,0 +1,103 @@
+import Foundation
+import InstantStore
+import Testing
+
+@testable import Instant
+
+/// The client over a store: one descriptor per document and layer, this server's part of
+/// the store only, and removals that make live descriptors invalid.
+@Suite struct InstantClientTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-client-\(UUID().uuidString)")
+    /// Where the test's source PDFs are written (outside the store).
+    var sources: URL { root.appendingPathExtension("sources") }
+    static let server = URL(string: "https://instant.example.com")!
+
+    func jwt(_ document: String, layer: String? = nil, user: String? = nil) -> String {
+        var claims = #"{"document_id":"\#(document)""#
+        if let layer { claims += #","layer":"\#(layer)""# }
+        if let user { claims += #","user_id":"\#(user)""# }
+        return InstantJWTTests.token(claims + "}")
+    }
+
+    @Test func oneDescriptorPerDocumentAndLayer() throws {
+        defer {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let first = try client.documentDescriptor(forJWT: jwt("d", user: "ana"))
+        let again = try client.documentDescriptor(forJWT: jwt("d", user: "ana"))
+        let review = try client.documentDescriptor(forJWT: jwt("d", layer: "review"))
+        #expect(first === again && first != review)
+        #expect(first.identifier == "d" && first.layerName == "" && first.userID == "ana")
+        #expect(first.documentState == .unknown && !first.isDownloaded)
+        #expect(throws: InstantError.self) { try client.documentDescriptor(forJWT: "not a jwt") }
+        #expect(try client.localDocumentDescriptors().isEmpty, "nothing downloaded yet")
+        #expect(throws: InstantError.self) { try InstantClient(serverURL: URL(string: "ftp://x")!, storeRoot: root) }
+    }
+
+    @Test func storedLayersAreThisServersAndKeepTheirUser() throws {
+        defer {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let store = try InstantStore(root: root)
+        let ours = try TenantURL(Self.server.absoluteString)
+        let theirs = try TenantURL("https://other.example.com")
+        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
+        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        try store.createLayer(tenant: theirs, document: "x", layer: "").close()
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+
+        let local = try client.localDocumentDescriptors()
+        #expect(Set(local.keys) == ["d"], "another server's documents are not this client's")
+        let descriptor = try #require(local["d"]?.first)
+        #expect(descriptor.userID == "ana" && descriptor.isDownloaded && descriptor.documentState == .clean)
+        #expect(descriptor.jwt == nil, "found in the store: no JWT until one is given")
+        #expect(try client.documentDescriptor(forJWT: jwt("d", user: "ana")) === descriptor)
+        #expect {
+            try client.documentDescriptor(forJWT: jwt("d", user: "bob"))
+        } throws: { ($0 as? InstantError)?.code == .userIDMismatch }
+
+        let entries = try client.listCacheEntries()
+        #expect(entries.map(\.documentIdentifier) == ["d"] && entries[0].downloadedLayerNames == [""])
+        #expect(entries[0].entryState.isEmpty && entries[0].overallDiskSpace > 0)
+
+        try client.removeLocalStorage(forDocumentIdentifier: "d")
+        #expect(descriptor.documentState == .invalid, "removed from under it")
+        #expect(try client.localDocumentDescriptors().isEmpty)
+        let fresh = try client.documentDescriptor(forJWT: jwt("d", user: "bob"))
+        #expect(fresh !== descriptor && fresh.documentState == .unknown, "another user may now use it")
+        #expect(try store.localDescriptors(tenant: theirs).count == 1, "the other server's layer stays")
+    }
+
+    @Test func unreferencedEntriesAndTheClientsWholeStorage() throws {
+        defer {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let store = try InstantStore(root: root)
+        let ours = try TenantURL(Self.server.absoluteString)
+        let theirs = try TenantURL("https://other.example.com")
+        try store.ingestPDF(tenant: ours, document: "kept", from: try pdf())
+        try store.createLayer(tenant: ours, document: "kept", layer: "").close()
+        try store.ingestPDF(tenant: ours, document: "loose", from: try pdf(seed: 2))
+        try store.ingestPDF(tenant: theirs, document: "theirs", from: try pdf(seed: 3))
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let loose = try #require(try client.listCacheEntries().first { $0.documentIdentifier == "loose" })
+        #expect(loose.entryState == .unreferenced)
+        #expect(try client.removeUnreferencedCacheEntries() == ["loose"])
+        let kept = try #require(try client.localDocumentDescriptors()["kept"]?.first)
+        try client.removeLocalStorage()
+        #expect(try client.listCacheEntries().isEmpty && kept.documentState == .invalid)
+        #expect(try store.cacheEntries(tenant: theirs).map(\.documentIdentifier) == ["theirs"])
+    }
+
+    /// A small PDF in a file of its own.
+    private func pdf(seed: Int = 1) throws -> URL {
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        let url = sources.appendingPathComponent("source-\(seed).pdf")
+        try Data("%PDF-1.7\n\(String(repeating: "object \(seed)\n", count: 200))".utf8).write(to: url)
+        return url
+    }
+}
