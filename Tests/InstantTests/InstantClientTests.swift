@@ -32,6 +32,11 @@ import Testing
         #expect(first.identifier == "d" && first.layerName == "" && first.userID == "ana")
         #expect(first.documentState == .unknown && !first.isDownloaded)
         #expect(throws: InstantError.self) { try client.documentDescriptor(forJWT: "not a jwt") }
+        // A descriptor outliving its client is invalid, not a crash.
+        var shortLived: InstantClient? = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let orphan = try #require(try shortLived?.documentDescriptor(forJWT: jwt("o")))
+        shortLived = nil
+        #expect(orphan.documentState == .invalid && !orphan.isDownloaded)
         #expect(try client.localDocumentDescriptors().isEmpty, "nothing downloaded yet")
         #expect(throws: InstantError.self) { try InstantClient(serverURL: URL(string: "ftp://x")!, storeRoot: root) }
     }
