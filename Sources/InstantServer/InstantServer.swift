@@ -96,6 +96,21 @@ public final class InstantServer: Sendable {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
+    /// Removes a document from the server's store (its PDF goes unless another document
+    /// uses it), off the cooperative pool; false when the store has no such document.
+    @discardableResult
+    func releaseStoredDocument(_ name: String) async throws -> Bool {
+        let (pdfs, tenant) = (self.pdfs, pdfTenant)
+        return try await blocking { () throws -> Bool in
+            do {
+                try pdfs.removeDocument(tenant: tenant, document: name)
+                return true
+            } catch StoreError.noSuchDocument {
+                return false
+            }
+        }
+    }
+
     /// Tells listeners that a layer was written (and created by that write, when `created`).
     func changed(document: String, _ layer: LayerRef?, created: Bool = false) async {
         guard let layer else { return }

@@ -51,7 +51,7 @@ enum FuzzTargets {
         if let decoded = HeaderParsing.percentDecoded(text) {
             precondition(decoded.utf8.count <= text.utf8.count, "decoding made an identifier longer")
         }
-        _ = MultipartParser.boundary(contentType: text)
+        _ = try? MultipartParser.formBoundary(contentType: text)
         _ = HeaderParsing.matches(text, etag: "\"0123\"")
         _ = HeaderParsing.acceptsZstd(text)
         if let cursor = try? PageCursor(text: text) {

@@ -67,13 +67,7 @@ struct ErrorMiddleware: RouterMiddleware {
 
 extension ErrorBody {
     /// The error as one NDJSON line.
-    var jsonLine: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data =
-            (try? encoder.encode(self)) ?? Data(#"{"error":{"code":"internal","message":"encoding failed"}}"#.utf8)
-        return Array(data) + [UInt8(ascii: "\n")]
-    }
+    var jsonLine: [UInt8] { Array(JSONResponse.encode(self)) + [UInt8(ascii: "\n")] }
 }
 
 /// JSON responses.
@@ -84,12 +78,15 @@ enum JSONResponse {
     }
 
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        response(ByteBuffer(bytes: encode(value)), status: status)
+    }
+
+    /// `value` as sorted-key JSON with ISO 8601 dates (an error body if it cannot be encoded).
+    static func encode(_ value: some Encodable) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        let data =
-            (try? encoder.encode(value)) ?? Data(#"{"error":{"code":"internal","message":"encoding failed"}}"#.utf8)
-        return response(ByteBuffer(bytes: data), status: status)
+        return (try? encoder.encode(value)) ?? Data(#"{"error":{"code":"internal","message":"encoding failed"}}"#.utf8)
     }
 
     private static func response(_ body: ByteBuffer, status: HTTPResponse.Status) -> Response {

@@ -269,11 +269,6 @@ struct MultipartParser {
         return result
     }
 
-    /// The boundary of a `multipart/form-data` content type, or nil for another type.
-    static func boundary(contentType: String) -> String? {
-        try? formBoundary(contentType: contentType)
-    }
-
     /// The boundary of a `multipart/form-data` content type; nil for another type; and
     /// `invalidRequest` for `multipart/form-data` without a usable boundary (1 to 70
     /// characters, RFC 2046), which must not be taken for a raw body.

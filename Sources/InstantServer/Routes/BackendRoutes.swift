@@ -57,15 +57,7 @@ struct BackendRoutes {
             } catch let error as ProtocolError where error.code == .notFound {
                 found = false
             }
-            let (server, tenant) = (self.server, self.server.pdfTenant)
-            let released = try await server.blocking { () throws -> Bool in
-                do {
-                    try server.pdfs.removeDocument(tenant: tenant, document: identifier)
-                    return true
-                } catch StoreError.noSuchDocument {
-                    return false
-                }
-            }
+            let released = try await server.releaseStoredDocument(identifier)
             guard found || released else { throw ProtocolError(.notFound, "no document with this document_id") }
             return Response(status: .noContent)
         }

@@ -29,7 +29,7 @@ struct ClientRoutes {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "reading the document")
         let query = request.uri.queryParameters
-        let after = try query["after"].map { text throws(ProtocolError) in try PageCursor(text: text) }
+        let after = try request.pageCursor()
         let snapshot = try await server.database.snapshot(
             document: identity.documentID, layer: identity.layer, epoch: query["epoch"].map(String.init),
             after: after, limits: server.configuration.pageLimits)
@@ -42,10 +42,8 @@ struct ClientRoutes {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "reading the document")
         let query = request.uri.queryParameters
-        guard let since = query["since"].flatMap({ Int64($0) }), since >= 0 else {
-            throw ProtocolError(.invalidRequest, "changes needs ?since=N, the revision the client has")
-        }
-        let after = try query["after"].map { text throws(ProtocolError) in try PageCursor(text: text) }
+        let since = try request.revision("since", need: "changes needs ?since=N, the revision the client has")
+        let after = try request.pageCursor()
         let page = try await server.database.changes(
             document: identity.documentID, layer: identity.layer, epoch: query["epoch"].map(String.init),
             since: since, after: after, limits: server.configuration.pageLimits)
@@ -106,9 +104,8 @@ struct ClientRoutes {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "listening")
         let query = request.uri.queryParameters
-        guard let after = query["revision"].flatMap({ Int64($0) }), after >= 0 else {
-            throw ProtocolError(.invalidRequest, "listen needs ?revision=N, the last revision the client has")
-        }
+        let after = try request.revision(
+            "revision", need: "listen needs ?revision=N, the last revision the client has")
         let requested = query["timeout"].map { Double($0) } ?? 30
         guard let requested, requested >= 0, requested.isFinite else {
             throw ProtocolError(.invalidRequest, "timeout must be a number of seconds")
@@ -156,12 +153,14 @@ struct ClientRoutes {
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
         let interestBase = ListenerRegistry.Interest(
             document: identity.documentID, layer: identity.layer, unwritten: false, after: after)
+        // Timed out, cancelled or shutting down: answer with the layer as it is.
+        var ended = false
         while true {
             let generation = await server.listeners.generation(of: identity.documentID)
             let view = try await server.database.view(document: identity.documentID, layer: identity.layer)
             try view.check(epoch: epoch, revision: after)
             let remaining = deadline - ContinuousClock.now
-            if view.revision > after || remaining <= .zero || Task.isCancelled {
+            if ended || view.revision > after || remaining <= .zero || Task.isCancelled {
                 return ListenResponse(epoch: view.epoch, revision: view.revision, changed: view.revision > after)
             }
             var interest = interestBase
@@ -174,10 +173,7 @@ struct ClientRoutes {
             case .changed:
                 continue
             case .ended:
-                // Timed out, cancelled or shutting down: answer with the layer as it is.
-                let view = try await server.database.view(document: identity.documentID, layer: identity.layer)
-                try view.check(epoch: epoch, revision: after)
-                return ListenResponse(epoch: view.epoch, revision: view.revision, changed: view.revision > after)
+                ended = true
             }
         }
     }
@@ -205,5 +201,21 @@ struct VersionMiddleware: RouterMiddleware {
             try ProtocolVersion.check(client: version)
         }
         return try await next(request, context)
+    }
+}
+
+extension Request {
+    /// The query value `name` as a revision (a whole number from 0); `invalidRequest`
+    /// saying `need` when it is missing or anything else.
+    func revision(_ name: String, need: String) throws(ProtocolError) -> Int64 {
+        guard let revision = uri.queryParameters[Substring(name)].flatMap({ Int64($0) }), revision >= 0 else {
+            throw ProtocolError(.invalidRequest, need)
+        }
+        return revision
+    }
+
+    /// The page cursor in `?after=`, if any (one the server did not give is `invalidRequest`).
+    func pageCursor() throws(ProtocolError) -> PageCursor? {
+        try uri.queryParameters["after"].map { text throws(ProtocolError) in try PageCursor(text: text) }
     }
 }

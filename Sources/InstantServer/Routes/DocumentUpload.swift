@@ -64,7 +64,8 @@ struct DocumentUpload {
             try await link(id, to: stored, from: upload)
             return JSONResponse.make(["data": info], status: .created)
         }
-        if case .failure = outcome { try? await release(upload) }
+        // A failed cleanup leaves the upload name, swept at the next start.
+        if case .failure = outcome { _ = try? await server.releaseStoredDocument(upload) }
         if let reserved { await server.uploads.release(reserved) }
         return try outcome.get()
     }
@@ -112,17 +113,6 @@ struct DocumentUpload {
         } catch {
             _ = try? await server.database.deleteDocument(id)
             throw error
-        }
-    }
-
-    /// Removes the upload name from the store (its PDF goes unless a document uses it).
-    private func release(_ upload: String) async throws {
-        let (pdfs, tenant) = (server.pdfs, server.pdfTenant)
-        try await server.blocking { () throws -> Bool in
-            do {
-                try pdfs.removeDocument(tenant: tenant, document: upload)
-            } catch StoreError.noSuchDocument {}
-            return true
         }
     }
 }

@@ -31,7 +31,4 @@ actor DiscardReaper {
         } while again
         running = false
     }
-
-    /// Whether a pass is running (for tests).
-    var busy: Bool { running }
 }

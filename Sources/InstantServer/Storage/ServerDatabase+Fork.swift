@@ -50,12 +50,7 @@ extension ServerDatabase {
                 try Self.discard(partial.id, in: db)
                 discarded = true
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO layer (documentId, name, revision, createdAt, epoch, copyingFrom)
-                    VALUES (?, ?, 0, ?, lower(hex(randomblob(8))), ?)
-                    """, arguments: [documentID, name.blob, Date(), from.id])
-            return ((db.lastInsertedRowID, from.id), discarded)
+            return ((try Self.insertPartialCopy(of: from, as: name, in: db), from.id), discarded)
         }
         if started.discarded { reap() }
         return started.target
@@ -71,18 +66,12 @@ extension ServerDatabase {
     /// Without a prepared copy (a race), copies everything here.
     static func completeFork(of source: LayerRef, as name: String, in db: Database) throws -> LayerRef {
         let id: Int64
-        if let partial = try partialFork(documentID: source.documentID, name: name, in: db), partial.from == source.id {
+        let partial = try partialFork(documentID: source.documentID, name: name, in: db)
+        if let partial, partial.from == source.id {
             id = partial.id
         } else {
-            if let partial = try partialFork(documentID: source.documentID, name: name, in: db) {
-                try discard(partial.id, in: db)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO layer (documentId, name, revision, createdAt, epoch, copyingFrom)
-                    VALUES (?, ?, 0, ?, lower(hex(randomblob(8))), ?)
-                    """, arguments: [source.documentID, name.blob, Date(), source.id])
-            id = db.lastInsertedRowID
+            if let partial { try discard(partial.id, in: db) }
+            id = try insertPartialCopy(of: source, as: name, in: db)
         }
         _ = try copyBatch(to: id, from: source.id, limit: -1, in: db)
         // Only a fork of the default layer continues a view clients could have read (the
@@ -125,6 +114,16 @@ extension ServerDatabase {
                 """
         ).execute(arguments: [layer, source, last?[0] ?? Int64(-1), last?[1] ?? Data(), limit])
         return db.changesCount
+    }
+
+    /// A new, invisible layer row `name` that copies `source`; returns its id.
+    private static func insertPartialCopy(of source: LayerRef, as name: String, in db: Database) throws -> Int64 {
+        try db.execute(
+            sql: """
+                INSERT INTO layer (documentId, name, revision, createdAt, epoch, copyingFrom)
+                VALUES (?, ?, 0, ?, lower(hex(randomblob(8))), ?)
+                """, arguments: [source.documentID, name.blob, Date(), source.id])
+        return db.lastInsertedRowID
     }
 
     private static func partialFork(documentID: Int64, name: String, in db: Database) throws -> (

@@ -34,10 +34,14 @@ extension ServerDatabase {
         async throws -> (layer: LayerRef?, created: Bool, results: [ChangeResult])
     {
         let canWrite = identity.permissions.contains(.write)
-        if canWrite && !request.changes.isEmpty {
-            // A cursor the layer cannot have given is refused before any copy is made.
-            try await view(document: document, layer: name).check(epoch: request.epoch, revision: request.baseRevision)
-            try await prepareFork(document: document, name: name, source: "")
+        // Only a named layer can be unwritten: the default layer's syncs read nothing here.
+        if canWrite && !request.changes.isEmpty && !name.isEmpty {
+            let current = try await view(document: document, layer: name)
+            if current.stored == nil {
+                // A cursor the layer cannot have given is refused before any copy is made.
+                try current.check(epoch: request.epoch, revision: request.baseRevision)
+                try await prepareFork(document: document, name: name, source: "")
+            }
         }
         return try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
