@@ -11,7 +11,7 @@ import Testing
             try await server.upload("d", shared)
             try await server.upload("e", shared)
             try await server.upload("f", samplePDF(40_000, seed: 8))
-            #expect(blobs(server) == 2, "the shared PDF is stored once")
+            #expect(storedPDFs(server.dataDirectory) == 2, "the shared PDF is stored once")
             let token = try await server.token(document: "d")
             async let listening = server.client(.GET, "d", "listen?revision=0&timeout=30", token: token)
             try await Task.sleep(for: .milliseconds(300))
@@ -22,11 +22,11 @@ import Testing
             #expect(ContinuousClock.now - deleted < .seconds(10))
             #expect(try await server.api(.GET, "/documents/d").status == 404)
             #expect(try await server.api(.DELETE, "/documents/d").status == 404)
-            #expect(blobs(server) == 2, "e still uses the shared PDF")
+            #expect(storedPDFs(server.dataDirectory) == 2, "e still uses the shared PDF")
             let download = try await server.client(.GET, "e", "pdf", token: try await server.token(document: "e"))
             #expect(download.status == 200 && download.body == shared)
             #expect(try await server.api(.DELETE, "/documents/f").status == 204)
-            #expect(blobs(server) == 1, "f's PDF left the store")
+            #expect(storedPDFs(server.dataDirectory) == 1, "f's PDF left the store")
             // Uploading a deleted id again starts a new document.
             #expect(try await server.upload("d", samplePDF(1_000, seed: 9)).status == 201)
         }
@@ -163,7 +163,7 @@ import Testing
             #expect(try await server.upload("\u{0}upload/x", pdf).status == 400)
             let documents = try await server.api(.GET, "/documents").json([String: [DocumentSummary]].self)["data"]
             #expect(documents?.map(\.document_id) == ["late-id"])
-            #expect(blobs(server) == 1)
+            #expect(storedPDFs(server.dataDirectory) == 1)
         }
     }
 
@@ -206,16 +206,5 @@ import Testing
                 ("Authorization", "Token token=\"\(TestServer.apiToken)\""),
                 ("Content-Type", "multipart/form-data; boundary=\(Self.boundary)"),
             ], body: body)
-    }
-
-    /// The PDFs in the server's store.
-    private func blobs(_ server: TestServer) -> Int {
-        let root = server.dataDirectory.appendingPathComponent("pdfs/blobs/sha256")
-        let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
-        var count = 0
-        while let url = enumerator?.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { count += 1 }
-        }
-        return count
     }
 }

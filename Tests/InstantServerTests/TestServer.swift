@@ -166,3 +166,14 @@ struct AnnotationList: Decodable {
     }
     var data: Page
 }
+
+/// How many PDFs the server with data directory `data` holds in its store.
+func storedPDFs(_ data: URL) -> Int {
+    let root = data.appendingPathComponent("pdfs/blobs/sha256")
+    let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
+    var count = 0
+    while let url = enumerator?.nextObject() as? URL {
+        if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { count += 1 }
+    }
+    return count
+}

@@ -21,7 +21,7 @@ import Testing
 
         let server = try await ServerProcess.start(data: data)
         #expect(try await server.api(.GET, "/documents/x").status == (kept ? 200 : 404), "after \(failpoint)")
-        #expect(blobs() == (kept ? 1 : 0), "no PDF without a document, none missing for one")
+        #expect(storedPDFs(data) == (kept ? 1 : 0), "no PDF without a document, none missing for one")
         if kept {
             let token = try await server.token(document: "x", permissions: "download")
             #expect(try await server.call(.GET, "/i/v1/documents/x/pdf", token: token).body == pdf)
@@ -45,19 +45,9 @@ import Testing
         let server = try await ServerProcess.start(data: data)
         #expect(server.process.standardError.contains("the PDF store holds a document the database does not know"))
         #expect(try await server.api(.GET, "/documents/x").status == 404)
-        #expect(blobs() == 1, "kept until an operator decides")
+        #expect(storedPDFs(data) == 1, "kept until an operator decides")
         #expect(try await server.api(.DELETE, "/documents/x").status == 204)
-        #expect(blobs() == 0)
+        #expect(storedPDFs(data) == 0)
         await server.stop()
-    }
-
-    private func blobs() -> Int {
-        let root = data.appendingPathComponent("pdfs/blobs/sha256")
-        let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
-        var count = 0
-        while let url = enumerator?.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { count += 1 }
-        }
-        return count
     }
 }

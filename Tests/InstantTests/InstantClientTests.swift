@@ -46,9 +46,7 @@ import Testing
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
         }
-        let store = try InstantStore(root: root)
-        let ours = try TenantURL(Self.server.absoluteString)
-        let theirs = try TenantURL("https://other.example.com")
+        let (store, ours, theirs) = try storeWithTwoServers()
         try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
         try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
         try store.createLayer(tenant: theirs, document: "x", layer: "").close()
@@ -81,9 +79,7 @@ import Testing
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
         }
-        let store = try InstantStore(root: root)
-        let ours = try TenantURL(Self.server.absoluteString)
-        let theirs = try TenantURL("https://other.example.com")
+        let (store, ours, theirs) = try storeWithTwoServers()
         try store.ingestPDF(tenant: ours, document: "kept", from: try pdf())
         try store.createLayer(tenant: ours, document: "kept", layer: "").close()
         try store.ingestPDF(tenant: ours, document: "loose", from: try pdf(seed: 2))
@@ -96,6 +92,14 @@ import Testing
         try client.removeLocalStorage()
         #expect(try client.listCacheEntries().isEmpty && kept.documentState == .invalid)
         #expect(try store.cacheEntries(tenant: theirs).map(\.documentIdentifier) == ["theirs"])
+    }
+
+    /// The test's store, and the tenants of this client's server and of another one.
+    private func storeWithTwoServers() throws -> (InstantStore, ours: TenantURL, theirs: TenantURL) {
+        (
+            try InstantStore(root: root), try TenantURL(Self.server.absoluteString),
+            try TenantURL("https://other.example.com")
+        )
     }
 
     /// A small PDF in a file of its own.
