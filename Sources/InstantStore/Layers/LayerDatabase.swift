@@ -41,7 +41,14 @@ public final class LayerDatabase: Sendable {
                 throw StoreError.unsupportedFormatVersion(
                     file: path, found: "newer than layer format", supported: LayerMigrations.latestVersion)
             }
-            guard complete else { throw StoreError.corruptLayer(key: key, reason: "the layer schema is incomplete") }
+            if !complete {
+                // A file of the first format (before protocol 2's client id) is upgraded in
+                // place; one without even the first migration is not a layer.
+                guard try queue.read({ try migrator.appliedIdentifiers($0).contains("layer-v1") }) else {
+                    throw StoreError.corruptLayer(key: key, reason: "the layer schema is incomplete")
+                }
+                try queue.writeWithoutTransaction { db in try LayerMigrations.upgrade(db) }
+            }
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
@@ -64,13 +71,14 @@ public final class LayerDatabase: Sendable {
                 try db.execute(
                     sql: """
                         INSERT INTO meta (id, tenant, documentIdentifier, layerName, pdfSha256, userId,
-                                          lastServerRevision, removed, createdAt)
-                        VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?)
+                                          lastServerRevision, removed, createdAt, clientId, epoch)
+                        VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
                         """,
                     arguments: [
                         metadata.tenant.string, metadata.documentIdentifier.storedBytes,
                         metadata.layerName.storedBytes, metadata.pdfSHA256?.hex, metadata.userID?.storedBytes,
-                        metadata.lastServerRevision, Date(),
+                        metadata.lastServerRevision, Date(), metadata.clientID ?? UUID().uuidString.lowercased(),
+                        metadata.epoch,
                     ])
                 for record in records {
                     try db.execute(
@@ -154,89 +162,6 @@ public final class LayerDatabase: Sendable {
         }
     }
 
-    // MARK: Local changes
-
-    /// Creates an annotation and records the change for the next sync.
-    public func create(id: String, content: Data) throws(StoreError) {
-        try AnnotationContent.validate(content)
-        try Identifier.validate(id, what: "annotation id")
-        try write { db in
-            if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
-            try db.execute(
-                sql:
-                    "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
-                arguments: [id.storedBytes, content])
-            try LayerDatabase.appendPending(db, id, .create, content)
-        }
-    }
-
-    /// Replaces an annotation's content and records the change for the next sync.
-    public func update(id: String, content: Data) throws(StoreError) {
-        try AnnotationContent.validate(content)
-        try write { db in
-            guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
-            try db.execute(
-                sql: "UPDATE record SET content = ? WHERE annotationId = ?", arguments: [content, id.storedBytes])
-            try LayerDatabase.appendPending(db, id, .update, content)
-        }
-    }
-
-    /// Deletes an annotation locally and records the deletion for the next sync.
-    public func delete(id: String) throws(StoreError) {
-        try write { db in
-            guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
-            try db.execute(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id.storedBytes])
-            try LayerDatabase.appendPending(db, id, .delete, nil)
-        }
-    }
-
-    // MARK: Server state
-
-    /// Replaces the records with a server snapshot taken at `revision`, then applies the
-    /// pending local changes on top again (they are kept, not dropped).
-    public func applySnapshot(_ records: [ServerRecord], revision: Int64) throws(StoreError) {
-        for record in records { try AnnotationContent.validate(record.content) }
-        try write { db in
-            try db.execute(sql: "DELETE FROM record")
-            for record in records {
-                try db.execute(
-                    sql:
-                        "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
-                    arguments: [record.id.storedBytes, record.content, record.revision])
-            }
-            try LayerDatabase.reapplyPending(db)
-            try db.execute(sql: "UPDATE meta SET lastServerRevision = ?", arguments: [revision])
-        }
-    }
-
-    /// One sync's answer, in one transaction: drops the local changes up to
-    /// `acknowledgedThrough` (accepted or rejected, the server has decided them), applies
-    /// the server's changes, applies the remaining local changes on top, and moves the
-    /// cursor to `newRevision`.
-    public func applyServerChanges(
-        _ changes: [ServerChange], newRevision: Int64, acknowledgedThrough: Int64?
-    ) throws(StoreError) {
-        for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
-        try write { db in
-            if let acknowledgedThrough {
-                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
-            }
-            for change in changes {
-                if let content = change.content {
-                    try db.execute(
-                        sql:
-                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
-                        arguments: [change.annotationID.storedBytes, content, change.revision])
-                } else {
-                    try db.execute(
-                        sql: "DELETE FROM record WHERE annotationId = ?", arguments: [change.annotationID.storedBytes])
-                }
-            }
-            try LayerDatabase.reapplyPending(db)
-            try db.execute(sql: "UPDATE meta SET lastServerRevision = ?", arguments: [newRevision])
-        }
-    }
-
     /// Records the PDF this layer belongs to.
     func setPDF(_ hash: BlobHash) throws(StoreError) {
         try write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [hash.hex]) }
@@ -270,7 +195,7 @@ public final class LayerDatabase: Sendable {
     /// happened (``LayerHooks/resolveMark``): a removal that was refused, rolled back or
     /// killed leaves its mark behind, and that mark is cleared rather than reported, so
     /// nobody sees `layerRemoved` for a layer that is still there.
-    private func write(_ body: (Database) throws -> Void) throws(StoreError) {
+    func write(_ body: (Database) throws -> Void) throws(StoreError) {
         var resolved = false
         while true {
             do {
@@ -319,7 +244,8 @@ public final class LayerDatabase: Sendable {
         return LayerMetadata(
             tenant: tenant, documentIdentifier: String(storedBytes: row["documentIdentifier"]),
             layerName: String(storedBytes: row["layerName"]), pdfSHA256: pdf.flatMap { BlobHash(hex: $0) },
-            userID: user.map { String(storedBytes: $0) }, lastServerRevision: row["lastServerRevision"])
+            userID: user.map { String(storedBytes: $0) }, lastServerRevision: row["lastServerRevision"],
+            epoch: row["epoch"], clientID: row["clientId"])
     }
 
     private static func annotation(_ row: Row) -> Annotation {
@@ -328,14 +254,13 @@ public final class LayerDatabase: Sendable {
             serverRevision: row["serverRevision"], isDeleted: row["deleted"])
     }
 
-    private static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
+    static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
         try Bool.fetchOne(
             db, sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes])
             ?? false
     }
 
-    private static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws
-    {
+    static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
         try db.execute(
             sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
             arguments: [id.storedBytes, kind.rawValue, content, Date()])
@@ -343,7 +268,7 @@ public final class LayerDatabase: Sendable {
 
     /// Applies the pending changes, in order, to the records (after the server's state
     /// replaced them), so the local view keeps every unacknowledged change.
-    private static func reapplyPending(_ db: Database) throws {
+    static func reapplyPending(_ db: Database) throws {
         let rows = try Row.fetchAll(db, sql: "SELECT annotationId, kind, content FROM pendingChange ORDER BY seq")
         for row in rows {
             let id: Data = row["annotationId"]

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The schema of a layer database.
@@ -32,7 +33,32 @@ enum LayerMigrations {
                 t.column("createdAt", .datetime).notNull()
             }
         }
+        migrator.registerMigration("layer-v2", migrate: addSyncIdentity)
         return migrator
+    }
+
+    /// Protocol 2's sync identity: the random client id the server keys its verdicts by,
+    /// and the epoch that goes with the cursor. A file from before gets its client id here.
+    static func addSyncIdentity(_ db: Database) throws {
+        try db.alter(table: "meta") { t in
+            t.add(column: "clientId", .text)
+            t.add(column: "epoch", .text)
+        }
+        try db.execute(sql: "UPDATE meta SET clientId = ?", arguments: [UUID().uuidString.lowercased()])
+    }
+
+    /// Brings a file made by an older version up to date, race-free across processes: the
+    /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
+    /// applied under the write lock (GRDB's migrator reads it before taking the lock).
+    static func upgrade(_ db: Database) throws {
+        try db.inTransaction(.immediate) {
+            let applied = try migrator.appliedIdentifiers(db)
+            if !applied.contains("layer-v2") {
+                try addSyncIdentity(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v2')")
+            }
+            return .commit
+        }
     }
 
     static var latestVersion: String { migrator.migrations.last ?? "none" }

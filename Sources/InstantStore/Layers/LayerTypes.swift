@@ -51,6 +51,13 @@ public struct ServerChange: Sendable, Equatable {
     }
 }
 
+/// One local change, for ``LayerDatabase/apply(_:)``.
+public enum LocalChange: Sendable, Equatable {
+    case create(id: String, content: Data)
+    case update(id: String, content: Data)
+    case delete(id: String)
+}
+
 /// The self-describing row at the head of every layer database: enough to rebuild the
 /// catalog from `layers/` alone.
 public struct LayerMetadata: Sendable, Equatable {
@@ -63,6 +70,13 @@ public struct LayerMetadata: Sendable, Equatable {
     public var userID: String?
     /// The last server revision this layer has seen (the sync cursor); 0 before the first.
     public var lastServerRevision: Int64
+    /// The layer's epoch on the server at ``lastServerRevision`` (nil before the first
+    /// answer): sent back with the cursor, so a layer re-created on the server is noticed.
+    public var epoch: String? = nil
+    /// This copy's random identity in sync requests, made when the file is created and
+    /// kept for its life: the server remembers its verdicts by it, so a sync whose answer
+    /// was lost can be sent again and is not applied twice.
+    public var clientID: String? = nil
 }
 
 /// Counts kept in the catalog for listings.

@@ -63,6 +63,25 @@ extension InstantStore {
         }
     }
 
+    /// One stored layer, looked up by its keys (what a client asks on every state read).
+    public func localDescriptor(tenant: TenantURL, document: String, layer: String) throws(StoreError)
+        -> LocalDescriptor?
+    {
+        try catalog.read { db -> LocalDescriptor? in
+            guard let tenantID = try catalog.tenantID(tenant, create: false, in: db),
+                let documentRow = try catalog.document(tenantID, document, in: db), let id = documentRow.id,
+                let row = try catalog.layer(id, layer, in: db)
+            else { return nil }
+            let pdfBytes = try documentRow.blobSha256.flatMap { try BlobRecord.fetchOne(db, key: $0)?.storedSize }
+            return LocalDescriptor(
+                tenant: tenant, documentIdentifier: document, layerName: layer,
+                userID: row.userId.map { String(storedBytes: $0) }, annotationCount: row.annotationCount,
+                pendingChangeCount: row.pendingCount, layerBytes: row.bytes,
+                pdfSHA256: documentRow.blobSha256.flatMap { BlobHash(hex: $0) }, pdfStoredBytes: pdfBytes ?? 0,
+                lastUsedAt: row.lastUsedAt, isCorrupted: row.corrupt || documentRow.corrupt)
+        }
+    }
+
     /// Every stored document (of one tenant, or of all) with its disk space and layers.
     public func cacheEntries(tenant: TenantURL? = nil) throws(StoreError) -> [CacheEntry] {
         try catalog.read { db in

@@ -90,12 +90,13 @@ public final class InstantStore: Sendable {
 
     // MARK: Layers
 
-    /// Creates a layer from a server snapshot. The layer file is written completely in
-    /// `tmp/` and appears in the catalog, with its document, in one transaction.
+    /// Creates a layer from a server snapshot (taken at `revision` of `epoch`). The layer
+    /// file is written completely in `tmp/` and appears in the catalog, with its document
+    /// and the document's PDF, in one transaction.
     @discardableResult
     public func createLayer(
         tenant: TenantURL, document: String, layer: String, userID: String? = nil,
-        snapshot: [ServerRecord] = [], revision: Int64 = 0
+        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil
     ) throws(StoreError) -> LayerDatabase {
         try Identifier.validate(document, what: "document identifier")
         try Identifier.validate(layer, what: "layer name")
@@ -110,7 +111,7 @@ public final class InstantStore: Sendable {
         }
         let metadata = LayerMetadata(
             tenant: tenant, documentIdentifier: document, layerName: layer,
-            pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: userID, lastServerRevision: revision)
+            pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: userID, lastServerRevision: revision, epoch: epoch)
         try LayerDatabase.create(at: tempPath, key: key, metadata: metadata, records: snapshot)
         try Failpoint.check("layer.beforeCommit")
         try catalog.write { db in

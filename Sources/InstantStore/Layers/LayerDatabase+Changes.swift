@@ -1,0 +1,111 @@
+import Foundation
+import GRDB
+
+/// What changes a layer's records: the app's local changes, each recorded for the next
+/// sync, and the server's answers, applied with the pending local changes on top.
+extension LayerDatabase {
+    // MARK: Local changes
+
+    /// Creates an annotation and records the change for the next sync.
+    public func create(id: String, content: Data) throws(StoreError) { try apply([.create(id: id, content: content)]) }
+
+    /// Replaces an annotation's content and records the change for the next sync.
+    public func update(id: String, content: Data) throws(StoreError) { try apply([.update(id: id, content: content)]) }
+
+    /// Deletes an annotation locally and records the deletion for the next sync.
+    public func delete(id: String) throws(StoreError) { try apply([.delete(id: id)]) }
+
+    /// Makes several local changes in one durable transaction: all of them, or (when one
+    /// fails, such as an update of a missing annotation) none.
+    public func apply(_ changes: [LocalChange]) throws(StoreError) {
+        for change in changes {
+            switch change {
+            case .create(let id, let content):
+                try AnnotationContent.validate(content)
+                try Identifier.validate(id, what: "annotation id")
+            case .update(_, let content): try AnnotationContent.validate(content)
+            case .delete: break
+            }
+        }
+        try write { db in
+            for change in changes {
+                switch change {
+                case .create(let id, let content):
+                    if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
+                    try db.execute(
+                        sql:
+                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
+                        arguments: [id.storedBytes, content])
+                    try LayerDatabase.appendPending(db, id, .create, content)
+                case .update(let id, let content):
+                    guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
+                    try db.execute(
+                        sql: "UPDATE record SET content = ? WHERE annotationId = ?",
+                        arguments: [content, id.storedBytes])
+                    try LayerDatabase.appendPending(db, id, .update, content)
+                case .delete(let id):
+                    guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
+                    try db.execute(
+                        sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id.storedBytes])
+                    try LayerDatabase.appendPending(db, id, .delete, nil)
+                }
+            }
+        }
+    }
+
+    // MARK: Server state
+
+    /// Replaces the records with a server snapshot taken at `revision` (of `epoch`), then
+    /// applies the pending local changes on top again (they are kept, not dropped).
+    public func applySnapshot(_ records: [ServerRecord], revision: Int64, epoch: String? = nil) throws(StoreError) {
+        for record in records { try AnnotationContent.validate(record.content) }
+        try write { db in
+            try db.execute(sql: "DELETE FROM record")
+            for record in records {
+                try db.execute(
+                    sql:
+                        "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                    arguments: [record.id.storedBytes, record.content, record.revision])
+            }
+            try LayerDatabase.reapplyPending(db)
+            try db.execute(
+                sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)", arguments: [revision, epoch])
+        }
+    }
+
+    /// One page of a sync's answer, in one transaction: drops the local changes up to
+    /// `acknowledgedThrough` (accepted or rejected, the server has decided them), applies
+    /// the server's changes, applies the remaining local changes on top, and, when
+    /// `newRevision` is given (the last page), moves the cursor to it and `epoch`.
+    ///
+    /// A page that is not the last leaves the cursor where it was: a sync interrupted
+    /// between pages starts again from there, and applying a change twice gives the same
+    /// state.
+    public func applyServerChanges(
+        _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?
+    ) throws(StoreError) {
+        for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
+        try write { db in
+            if let acknowledgedThrough {
+                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+            }
+            for change in changes {
+                if let content = change.content {
+                    try db.execute(
+                        sql:
+                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
+                        arguments: [change.annotationID.storedBytes, content, change.revision])
+                } else {
+                    try db.execute(
+                        sql: "DELETE FROM record WHERE annotationId = ?", arguments: [change.annotationID.storedBytes])
+                }
+            }
+            try LayerDatabase.reapplyPending(db)
+            if let newRevision {
+                try db.execute(
+                    sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)",
+                    arguments: [newRevision, epoch])
+            }
+        }
+    }
+}
