@@ -46,7 +46,16 @@ let package = Package(
         ),
         // The wire types and rules shared by client and server (docs/PROTOCOL.md). Foundation only.
         .target(name: "InstantProtocol"),
-        .target(name: "Instant", dependencies: ["InstantStore", "InstantProtocol"]),
+        // The client SDK: descriptors, download, documents, the sync cycle, events.
+        .target(
+            name: "Instant",
+            dependencies: [
+                "InstantStore", "InstantProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "instantctl",
             dependencies: [
@@ -123,8 +132,30 @@ let package = Package(
             path: "Tests/StoreWorker"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // A real server on a loopback port for the server's and the client's tests.
+        .target(
+            name: "ServerTestSupport",
+            dependencies: [
+                "InstantServer", "InstantProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/ServerTestSupport"
+        ),
         .testTarget(name: "InstantProtocolTests", dependencies: ["InstantProtocol"]),
-        .testTarget(name: "InstantTests", dependencies: ["Instant", "InstantProtocol"]),
+        .testTarget(
+            name: "InstantTests",
+            dependencies: [
+                "Instant", "InstantProtocol", "InstantStore", "InstantServer", "ServerTestSupport", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "InstantctlTests", dependencies: ["Instant", "InstantStore", "InstantProtocol", "TestSupport"]),
         .testTarget(
             name: "InstantStoreTests",
@@ -133,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "InstantServerTests",
             dependencies: [
-                "InstantServer", "InstantProtocol", "InstantStore", "TestSupport",
+                "InstantServer", "InstantProtocol", "InstantStore", "TestSupport", "ServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

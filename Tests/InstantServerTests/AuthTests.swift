@@ -2,6 +2,7 @@ import Foundation
 import InstantProtocol
 import InstantServer
 import Testing
+import ServerTestSupport
 
 @Suite struct AuthTests {
     @Test func tokensAreCheckedWithStableCodes() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 /// The backend API in Document Engine's shape: documents, properties, layers, the
 /// annotation envelope and NDJSON, bulk writes, Instant JSON, streamed multipart.

@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 /// Pages, caps and limits: no request makes the server do unbounded work or hold
 /// unbounded resources.

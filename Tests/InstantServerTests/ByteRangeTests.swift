@@ -3,6 +3,7 @@ import InstantProtocol
 import Testing
 
 @testable import InstantServer
+import ServerTestSupport
 
 /// `Range` by RFC 9110 §14, at the extremes: no value a client sends crashes the server.
 @Suite struct ByteRangeTests {

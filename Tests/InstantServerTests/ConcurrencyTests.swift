@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 @Suite struct ConcurrencyTests {
     /// 50 clients sync one layer at once, each creating its own annotation and updating a

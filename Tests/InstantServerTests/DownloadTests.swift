@@ -2,6 +2,7 @@ import Foundation
 import InstantProtocol
 import InstantStore
 import Testing
+import ServerTestSupport
 
 @Suite struct DownloadTests {
     /// The server's PDFs are originals: an operator's prune, GC or removal on its data

@@ -6,6 +6,7 @@ import NIOFoundationCompat
 import NIOHTTP1
 import TestSupport
 import Testing
+import ServerTestSupport
 
 /// The `instant-server` binary itself: what it says without configuration, `--dev`, and a
 /// graceful shutdown on SIGTERM that neither waits out long polls nor loses data.

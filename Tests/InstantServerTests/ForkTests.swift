@@ -4,6 +4,7 @@ import InstantProtocol
 import Testing
 
 @testable import InstantServer
+import ServerTestSupport
 
 /// A named layer's first write forks the default layer a batch per transaction: what the
 /// default layer does meanwhile reaches the fork, the copy is invisible until it is whole,

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import InstantServer
+import ServerTestSupport
 
 /// Every input a fuzz target (scripts/fuzz.sh) ever crashed on, kept in `FuzzCrashers/<target>/`,
 /// and the seeds in `Fuzz/Seeds/<target>/`, run through the same entry points: each must

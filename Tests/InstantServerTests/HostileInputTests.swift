@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 @Suite struct HostileInputTests {
     /// A batch of malformed and hostile requests; each gets a clear error, and the server

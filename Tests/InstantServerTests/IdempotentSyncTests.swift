@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 /// Protocol 2: a sync whose response was lost can be sent again and gives the same
 /// outcome; a client never conflicts with itself; a cursor the layer cannot have given

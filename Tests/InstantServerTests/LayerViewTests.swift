@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 /// A named layer that was never written reads as the default layer, and only a write
 /// creates it; a cursor on its view stays valid across that creation.

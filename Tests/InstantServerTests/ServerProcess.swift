@@ -5,6 +5,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import TestSupport
+import ServerTestSupport
 
 /// A real `instant-server --dev` process on a data directory of the test's choice, for
 /// tests that kill it at a failpoint and start it again.

@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 @Suite struct SyncTests {
     @Test func firstComeFirstWinAndEveryChangeSinceTheBase() async throws {

@@ -3,6 +3,7 @@ import InstantProtocol
 import InstantServer
 import JWTKit
 import Testing
+import ServerTestSupport
 
 /// Claims as Document Engine checks them: `permissions` is required, and time claims at
 /// absurd values make a token invalid rather than reaching date arithmetic.

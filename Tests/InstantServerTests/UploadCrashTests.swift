@@ -1,6 +1,7 @@
 import Foundation
 import InstantProtocol
 import Testing
+import ServerTestSupport
 
 /// A real `instant-server` killed (SIGKILL) at each step of an upload and of a document
 /// deletion, then started again: the document is whole or absent, never half there, and no

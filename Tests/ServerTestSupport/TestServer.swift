@@ -11,17 +11,17 @@ import NIOHTTP1
 
 /// A real server on an ephemeral loopback port with a fresh data directory, and helpers
 /// that talk real HTTP to it with async-http-client.
-struct TestServer {
-    static let apiToken = "test-api-token"
-    let base: String
-    let privateKeyPEM: String
-    let http: HTTPClient
+public struct TestServer: Sendable {
+    public static let apiToken = "test-api-token"
+    public let base: String
+    public let privateKeyPEM: String
+    public let http: HTTPClient
     /// The server's data directory (its PDFs are in `pdfs/`).
-    let dataDirectory: URL
+    public let dataDirectory: URL
 
     /// Starts a server, runs `body` against it, and stops it.
     /// `dataDirectory`, when given, is used (and left in place) instead of a fresh one.
-    static func with<T: Sendable>(
+    public static func with<T: Sendable>(
         maxPayloadSize: Int = 1 << 20, dataDirectory: URL? = nil, listenTimeout: Int = 5,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (TestServer) async throws -> T
@@ -61,16 +61,16 @@ struct TestServer {
         }
     }
 
-    struct Reply: Sendable {
-        var status: Int
-        var headers: [(String, String)]
-        var body: Data
-        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
-        func json<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder.iso.decode(T.self, from: body) }
-        var errorCode: String? { (try? json(ErrorBody.self))?.error.code.rawValue }
+    public struct Reply: Sendable {
+        public var status: Int
+        public var headers: [(String, String)]
+        public var body: Data
+        public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+        public func json<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder.iso.decode(T.self, from: body) }
+        public var errorCode: String? { (try? json(ErrorBody.self))?.error.code.rawValue }
     }
 
-    func request(
+    public func request(
         _ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], body: Data? = nil
     ) async throws -> Reply {
         var request = HTTPClientRequest(url: base + path)
@@ -84,13 +84,14 @@ struct TestServer {
             body: Data(buffer: bytes))
     }
 
-    func api(_ method: HTTPMethod, _ path: String, json: String? = nil, body: Data? = nil) async throws -> Reply {
+    public func api(_ method: HTTPMethod, _ path: String, json: String? = nil, body: Data? = nil) async throws -> Reply
+    {
         try await request(
             method, "/api" + path, headers: [("Authorization", "Token token=\"\(Self.apiToken)\"")],
             body: json.map { Data($0.utf8) } ?? body)
     }
 
-    func token(
+    public func token(
         document: String, layer: String? = nil, user: String? = nil, permissions: [String]? = Permissions.allNames,
         expiresIn: TimeInterval = 3600
     ) async throws -> String {
@@ -100,7 +101,7 @@ struct TestServer {
                 expiration: Date().addingTimeInterval(expiresIn)), privateKeyPEM: privateKeyPEM)
     }
 
-    func client(
+    public func client(
         _ method: HTTPMethod, _ document: String, _ endpoint: String, token: String, headers: [(String, String)] = [],
         body: Data? = nil
     ) async throws -> Reply {
@@ -109,7 +110,7 @@ struct TestServer {
             headers: [("Authorization", "Token token=\"\(token)\"")] + headers, body: body)
     }
 
-    func sync(_ document: String, token: String, _ sync: SyncRequest) async throws -> SyncResponse {
+    public func sync(_ document: String, token: String, _ sync: SyncRequest) async throws -> SyncResponse {
         let reply = try await client(.POST, document, "sync", token: token, body: try JSONEncoder().encode(sync))
         guard reply.status == 200 else {
             throw ProtocolError(
@@ -120,12 +121,12 @@ struct TestServer {
 
     /// Uploads a PDF as `document`.
     @discardableResult
-    func upload(_ document: String, _ pdf: Data) async throws -> Reply {
+    public func upload(_ document: String, _ pdf: Data) async throws -> Reply {
         try await api(.POST, "/documents?document_id=\(Self.encode(document))", body: pdf)
     }
 
     /// Percent-encodes everything but unreserved characters.
-    static func encode(_ identifier: String) -> String {
+    public static func encode(_ identifier: String) -> String {
         identifier.addingPercentEncoding(
             withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
             ?? identifier
@@ -133,14 +134,14 @@ struct TestServer {
 }
 
 extension JSONDecoder {
-    static let iso: JSONDecoder = {
+    public static let iso: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder
     }()
 }
 
-func annotation(_ text: String, page: Int = 0) -> JSONValue {
+public func annotation(_ text: String, page: Int = 0) -> JSONValue {
     .object([
         "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(Int64(page)),
         "bbox": .array([.integer(1), .integer(2), .integer(30), .integer(40)]), "text": .string(text),
@@ -148,7 +149,7 @@ func annotation(_ text: String, page: Int = 0) -> JSONValue {
     ])
 }
 
-func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
+public func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
     var data = Data("%PDF-1.7\n".utf8)
     var state = seed &+ 0x9E37_79B9_7F4A_7C15
     while data.count < size {
@@ -159,16 +160,16 @@ func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
 }
 
 /// `GET /api/…/annotations`.
-struct AnnotationList: Decodable {
-    struct Page: Decodable {
-        var annotations: [AnnotationRecord]
-        var truncated: Bool
+public struct AnnotationList: Decodable {
+    public struct Page: Decodable {
+        public var annotations: [AnnotationRecord]
+        public var truncated: Bool
     }
-    var data: Page
+    public var data: Page
 }
 
 /// How many PDFs the server with data directory `data` holds in its store.
-func storedPDFs(_ data: URL) -> Int {
+public func storedPDFs(_ data: URL) -> Int {
     let root = data.appendingPathComponent("pdfs/blobs/sha256")
     let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
     var count = 0
