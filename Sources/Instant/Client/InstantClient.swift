@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import InstantStore
 import Synchronization
@@ -14,7 +15,38 @@ public final class InstantClient: Sendable {
     public let serverURL: URL
     let tenant: TenantURL
     let store: InstantStore
+    let api: ServerAPI
+    private let hub = EventHub()
     private let descriptors = Mutex<[Key: InstantDocumentDescriptor]>([:])
+    private let policy = Mutex(RetryPolicy())
+
+    /// Told about downloads, authentication and sync cycles (held weakly, called off the
+    /// main thread).
+    public var delegate: (any InstantClientDelegate)? {
+        get { hub.delegate }
+        set { hub.delegate = newValue }
+    }
+
+    /// How failed requests are retried (default: 1 s doubling to 60 s, jittered).
+    public var retryPolicy: RetryPolicy {
+        get { policy.withLock { $0 } }
+        set { policy.withLock { $0 = newValue } }
+    }
+
+    /// Every event of this client's descriptors, from now on, as values: one stream per
+    /// call, each seeing every event in order. It ends when the client is released.
+    ///
+    /// ```swift
+    /// for await event in client.events() { print(event) }
+    /// ```
+    public func events() -> AsyncStream<InstantEvent> { hub.stream() }
+
+    func emit(_ event: InstantEvent) { hub.emit(event, from: self) }
+
+    deinit {
+        hub.finish()
+        for descriptor in descriptors.withLock({ Array($0.values) }) { descriptor.invalidate() }
+    }
 
     private struct Key: Hashable {
         var document: String
@@ -30,6 +62,7 @@ public final class InstantClient: Sendable {
             throw InstantError(.invalidURL, "the server URL must be http or https with a host: \(serverURL)")
         }
         self.serverURL = serverURL
+        api = ServerAPI(http: .shared, serverURL: serverURL)
         do {
             store = try InstantStore(root: storeRoot ?? Self.defaultStoreRoot)
         } catch {
@@ -159,6 +192,6 @@ public final class InstantClient: Sendable {
 
     /// The store's row for a layer of this server, or nil.
     func localDescriptor(_ document: String, _ layer: String) throws(StoreError) -> LocalDescriptor? {
-        try store.localDescriptors(tenant: tenant).first { $0.documentIdentifier == document && $0.layerName == layer }
+        try store.localDescriptor(tenant: tenant, document: document, layer: layer)
     }
 }

@@ -10,7 +10,9 @@ public enum InstantDocumentState: String, Sendable, CaseIterable {
     case clean
     /// Local changes wait to be sent.
     case dirty
+    /// A sync cycle is sending local changes.
     case sendingChanges
+    /// A sync cycle is applying the server's answer.
     case receivingChanges
     /// Unusable: corrupt, or removed from under the descriptor. Get a new descriptor.
     case invalid
@@ -22,7 +24,8 @@ public enum InstantDocumentState: String, Sendable, CaseIterable {
 ///
 /// ```swift
 /// let descriptor = try client.documentDescriptor(forJWT: jwt)
-/// descriptor.identifier; descriptor.layerName; descriptor.documentState
+/// try await descriptor.download(usingJWT: jwt).result()
+/// try descriptor.editableDocument.add(note)   // synced a second later
 /// ```
 public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// The document's identifier (`document_id`).
@@ -31,12 +34,20 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     public let layerName: String
     /// Its client; once the client is released, the descriptor is `invalid`.
     weak let client: InstantClient?
-    private let mutable: Mutex<Mutable>
+    let engine: SyncEngine
+    let mutable: Mutex<Mutable>
 
-    private struct Mutable {
+    struct Mutable {
         var jwt: InstantJWT?
         var userID: String?
         var invalidated = false
+        var cycleState: InstantDocumentState?
+        var layer: LayerDatabase?
+        var editable: InstantDocument?
+        var delay: TimeInterval = 1
+        var download: InstantOperation?
+        var progress: Progress?
+        var reauthenticating = false
     }
 
     init(client: InstantClient, identifier: String, layerName: String, jwt: InstantJWT?, userID: String?) {
@@ -44,6 +55,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         self.identifier = identifier
         self.layerName = layerName
         mutable = Mutex(Mutable(jwt: jwt, userID: userID))
+        engine = SyncEngine(api: client.api)
+        engine.owner.set(self)
     }
 
     /// The `user_id` this layer is for: the JWT's, or the one stored with the layer.
@@ -51,26 +64,59 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
 
     /// Whether the layer and its document's PDF are in the store.
     public var isDownloaded: Bool {
-        guard let client else { return false }
+        guard let client, !mutable.withLock({ $0.invalidated }) else { return false }
         return (try? client.localDescriptor(identifier, layerName))?.pdfSHA256 != nil
     }
 
-    /// The layer's state, read from the store (a live sync adds `sendingChanges` and
-    /// `receivingChanges`).
+    /// The layer's state: `sendingChanges` or `receivingChanges` while a sync cycle runs,
+    /// otherwise read from the store.
     public var documentState: InstantDocumentState {
-        guard let client, !mutable.withLock({ $0.invalidated }) else { return .invalid }
+        let (invalidated, cycle, layer) = mutable.withLock { ($0.invalidated, $0.cycleState, $0.layer) }
+        guard let client, !invalidated else { return .invalid }
+        if let cycle { return cycle }
         guard let local = try? client.localDescriptor(identifier, layerName) else { return .unknown }
         switch local.state {
         case .unknown: return .unknown
-        case .clean: return .clean
-        case .dirty: return .dirty
         case .invalid: return .invalid
+        case .clean, .dirty:
+            // The open layer knows its pending changes exactly; the catalog's count is a
+            // summary kept after each write.
+            if let layer, let pending = try? layer.pendingChanges() { return pending.isEmpty ? .clean : .dirty }
+            return local.state == .clean ? .clean : .dirty
         }
     }
+
+    /// How long after a local change a sync starts, in seconds (default 1);
+    /// ``InstantSyncingLocalChangesDisabled`` turns that off.
+    public var delayForSyncingLocalChanges: TimeInterval {
+        get { mutable.withLock { $0.delay } }
+        set { mutable.withLock { $0.delay = newValue } }
+    }
+
+    /// The one editable document of this layer. It exists before the download; its calls
+    /// fail with ``InstantError/Code/invalidDocument`` until the download finishes.
+    public var editableDocument: InstantDocument {
+        mutable.withLock { state in
+            if let editable = state.editable { return editable }
+            let made = InstantDocument(descriptor: self, isEditable: true)
+            state.editable = made
+            return made
+        }
+    }
+
+    /// A new read-only view of the layer: it sees every change, local or synced, as it is
+    /// applied; changing through it fails with ``InstantError/Code/savingDisabled``.
+    public func readOnlyDocument() -> InstantDocument { InstantDocument(descriptor: self, isEditable: false) }
+
+    // MARK: Internals
 
     /// The JWT this descriptor was last given, in memory only (nil for one found in the
     /// store after a restart, until `reauthenticate(withJWT:)`).
     var jwt: InstantJWT? { mutable.withLock { $0.jwt } }
+
+    var cycleState: InstantDocumentState? { mutable.withLock { $0.cycleState } }
+
+    func setCycleState(_ state: InstantDocumentState?) { mutable.withLock { $0.cycleState = state } }
 
     func update(jwt: InstantJWT) {
         mutable.withLock {
@@ -79,8 +125,66 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         }
     }
 
+    /// The layer's database, opened once: ``InstantError/Code/invalidDocument`` before the
+    /// download, or when the layer was removed (by this process or another).
+    func openLayer() throws(InstantError) -> LayerDatabase {
+        guard let client, !mutable.withLock({ $0.invalidated }) else {
+            throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
+        }
+        if let layer = mutable.withLock({ $0.layer }) { return layer }
+        do {
+            let layer = try client.store.openLayer(tenant: client.tenant, document: identifier, layer: layerName)
+            return mutable.withLock { state in
+                if let existing = state.layer {
+                    layer.close()
+                    return existing
+                }
+                state.layer = layer
+                return layer
+            }
+        } catch .noSuchLayer {
+            throw InstantError(
+                .invalidDocument, "layer \"\(layerName)\" of \(identifier) is not downloaded: call download(usingJWT:)")
+        } catch {
+            storeFailed(error)
+            throw InstantError(error)
+        }
+    }
+
+    /// A store call failed: a layer removed from under us (by `removeLocalStorage()` or
+    /// `instantctl rm` in another process) is let go, so the state reads `unknown`.
+    func storeFailed(_ error: StoreError) {
+        switch error {
+        case .layerRemoved, .noSuchLayer, .corruptLayer: closeLayer()
+        default: break
+        }
+    }
+
+    func closeLayer() {
+        let layer = mutable.withLock { state -> LayerDatabase? in
+            defer { state.layer = nil }
+            return state.layer
+        }
+        layer?.close()
+    }
+
+    /// A local change was made through the editable document.
+    func localChangesMade() {
+        let engine = engine
+        Task { await engine.localChangesMade() }
+    }
+
     /// Removed from under it (or its client's storage removed): it answers `invalid`.
-    func invalidate() { mutable.withLock { $0.invalidated = true } }
+    func invalidate() {
+        let download = mutable.withLock { state -> InstantOperation? in
+            state.invalidated = true
+            return state.download
+        }
+        download?.cancel()
+        closeLayer()
+        let engine = engine
+        Task { await engine.shutDown() }
+    }
 
     public static func == (lhs: InstantDocumentDescriptor, rhs: InstantDocumentDescriptor) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }

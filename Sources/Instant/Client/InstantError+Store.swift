@@ -10,6 +10,7 @@ extension InstantError {
             case .database, .busy, .catalogCorrupt: .databaseAccessFailed
             case .corruptBlob, .corruptLayer, .noSuchBlob, .hashMismatch, .sizeMismatch: .couldNotReadFromDiskCache
             case .noSuchAnnotation: .noSuchAnnotation
+            case .annotationAlreadyExists, .invalidIdentifier: .invalidRequest
             case .invalidServerURL: .invalidURL
             case .invalidAnnotationContent: .invalidJSONStructure
             case .pendingChanges, .layerUnreadable: .couldNotRemoveDiskCacheEntries

@@ -51,11 +51,14 @@ public struct InstantError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     /// For ``Code/databaseAccessFailed``: SQLite's extended result code.
     public var sqliteCode: Int32?
+    /// For a busy server: the seconds it asked the client to wait (`Retry-After`).
+    public var retryAfter: Int?
 
-    public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil) {
+    public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.sqliteCode = sqliteCode
+        self.retryAfter = retryAfter
     }
 
     public var description: String {

@@ -1,0 +1,88 @@
+import Foundation
+import InstantStore
+
+extension InstantDocumentDescriptor {
+    /// The running download's progress (bytes of the PDF, then one unit for the snapshot),
+    /// or nil when no download runs. Cancelling it cancels the download.
+    public var downloadProgress: Progress? { mutable.withLock { $0.progress } }
+
+    /// Downloads the layer with `jwt`: the PDF (unless the store holds it intact already,
+    /// for any document or server) and the layer's annotations. Returns at once; the
+    /// outcome comes as `didFinishDownload` or `didFailDownload`, and from the returned
+    /// operation. A second call while a download runs starts nothing and returns the
+    /// running one.
+    ///
+    /// - Throws: `invalidJWT` (not a JWT, or one for another document or layer),
+    ///   `userIDMismatch` (the layer is stored for another user), `alreadyDownloaded`.
+    @discardableResult
+    public func download(usingJWT token: String) throws(InstantError) -> InstantOperation {
+        guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
+        let jwt = try InstantJWT(parsing: token)
+        try check(jwt)
+        if isDownloaded { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
+        let progress = Progress(totalUnitCount: -1)
+        let started = mutable.withLock { state -> (InstantOperation, Bool) in
+            if state.invalidated == false, let running = state.download { return (running, false) }
+            state.jwt = jwt
+            if let user = jwt.userID { state.userID = user }
+            let download = LayerDownload(
+                api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
+                jwt: jwt, progress: progress, retryPolicy: client.retryPolicy)
+            let operation = InstantOperation(task: Task { await self.runDownload(download) })
+            state.download = operation
+            state.progress = progress
+            return (operation, true)
+        }
+        if started.1 {
+            progress.cancellationHandler = { started.0.cancel() }
+        }
+        return started.0
+    }
+
+    private func runDownload(_ download: LayerDownload) async -> Result<Void, InstantError> {
+        let result: Result<Void, InstantError>
+        do {
+            _ = try await download.run()
+            result = .success(())
+        } catch {
+            result = .failure(Self.downloadError(error))
+        }
+        mutable.withLock {
+            $0.download = nil
+            $0.progress = nil
+        }
+        if let client {
+            switch result {
+            case .success: client.emit(.didFinishDownload(self))
+            case .failure(let error): client.emit(.didFailDownload(self, error))
+            }
+        }
+        return result
+    }
+
+    static func downloadError(_ error: any Error) -> InstantError {
+        switch error {
+        case let error as InstantError: error
+        case let failure as APIFailure: failure.instantError
+        case let error as StoreError: InstantError(error)
+        case is CancellationError: InstantError(.requestFailed, "the download was cancelled")
+        default: InstantError(.requestFailed, ServerAPI.describe(error))
+        }
+    }
+
+    /// A JWT for this descriptor: its document and layer, and the stored layer's user.
+    func check(_ jwt: InstantJWT) throws(InstantError) {
+        guard jwt.documentID == identifier, jwt.layerName == layerName else {
+            throw InstantError(
+                .invalidJWT,
+                "the JWT is for document \(jwt.documentID), layer \"\(jwt.layerName)\", not for \(self)")
+        }
+        if let owner = try? client?.localDescriptor(identifier, layerName)?.userID, let user = jwt.userID,
+            owner != user
+        {
+            throw InstantError(
+                .userIDMismatch,
+                "the layer is stored for user \(owner), and this JWT is for \(user): remove its local storage first")
+        }
+    }
+}

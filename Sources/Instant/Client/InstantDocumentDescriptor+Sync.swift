@@ -1,0 +1,108 @@
+import Foundation
+import InstantStore
+
+extension InstantDocumentDescriptor {
+    /// Syncs now: local changes up, the server's truth down, until nothing is left to send.
+    /// Events report the cycle; the returned operation ends with it.
+    @discardableResult
+    public func sync() -> InstantOperation {
+        let engine = engine
+        return InstantOperation(
+            task: Task {
+                await engine.syncResult()
+            })
+    }
+
+    /// Stops syncing local changes by itself and any retry waiting; with
+    /// `cancelCurrentRequest`, the request in flight is cancelled too (the server may
+    /// have applied it: the next sync sends it again, and it is not applied twice).
+    public func stopSyncing(_ cancelCurrentRequest: Bool) {
+        let engine = engine
+        Task { await engine.stopSyncing(cancelCurrentRequest: cancelCurrentRequest) }
+    }
+
+    /// Listens for server changes and syncs when one happens. Balanced: each call needs
+    /// a ``stopListeningForServerChanges()``.
+    public func startListeningForServerChanges() {
+        let engine = engine
+        Task { await engine.startListening() }
+    }
+
+    /// Undoes one ``startListeningForServerChanges()``; the last one stops listening.
+    public func stopListeningForServerChanges() {
+        let engine = engine
+        Task { await engine.stopListening() }
+    }
+
+    /// Gives the descriptor a new JWT (after `didFailAuthentication`, or after a restart).
+    /// The server is asked whether it takes it: then `didFinishReauthentication` and a sync
+    /// starts; else `didFailReauthentication`.
+    public func reauthenticate(withJWT token: String) {
+        let (client, engine) = (client, engine)
+        guard let client else { return }
+        let busy = mutable.withLock { state -> Bool in
+            defer { state.reauthenticating = true }
+            return state.reauthenticating
+        }
+        if busy {
+            client.emit(
+                .didFailReauthentication(self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+            return
+        }
+        Task {
+            defer { self.mutable.withLock { $0.reauthenticating = false } }
+            do throws(InstantError) {
+                let jwt = try InstantJWT(parsing: token)
+                try self.check(jwt)
+                try await self.verify(jwt, with: client.api)
+                self.update(jwt: jwt)
+                await engine.authenticated()
+                client.emit(.didFinishReauthentication(self, jwt: token))
+                await engine.resumeListening()
+                if self.isDownloaded { _ = try? await engine.sync() }
+            } catch {
+                client.emit(.didFailReauthentication(self, error))
+            }
+        }
+    }
+
+    /// Asks the server whether it takes `jwt` for this layer: a listen that returns at once.
+    private func verify(_ jwt: InstantJWT, with api: ServerAPI) async throws(InstantError) {
+        let meta = try? openLayer().metadata()
+        do {
+            _ = try await api.listen(
+                document: identifier, jwt: jwt.token, revision: meta?.lastServerRevision ?? 0, epoch: meta?.epoch,
+                timeout: 0)
+        } catch  where error.isResetRequired {
+            // The token was accepted; the layer moved on (the next sync resets).
+        } catch {
+            throw error.instantError
+        }
+    }
+
+    /// Removes this layer's local data (pending changes included) and cancels its network
+    /// work; the PDF stays for the document's other layers. The descriptor is `unknown`
+    /// again and may download again (the PDF does not move twice).
+    public func removeLocalStorage() throws(InstantError) {
+        guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
+        let download = mutable.withLock { state -> InstantOperation? in
+            defer {
+                state.download = nil
+                state.progress = nil
+                state.cycleState = nil
+            }
+            return state.download
+        }
+        download?.cancel()
+        let engine = engine
+        Task { await engine.stopSyncing(cancelCurrentRequest: true) }
+        closeLayer()
+        do {
+            try client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)
+        } catch .noSuchLayer {
+            // Nothing stored.
+        } catch {
+            throw InstantError(error)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import InstantProtocol
+import InstantStore
+
+/// A layer's annotations, in Instant JSON: what ``InstantDocumentDescriptor/editableDocument``
+/// and ``InstantDocumentDescriptor/readOnlyDocument()`` hand out. Every read goes to the
+/// store, so a document sees synced changes as soon as they are applied; every change is
+/// durable when the call returns, and marks the layer `dirty` for the next sync.
+///
+/// ```swift
+/// let document = descriptor.editableDocument
+/// let note = try document.add(["v": 2, "type": "pspdfkit/note", "pageIndex": 0,
+///                              "bbox": [10, 10, 32, 32], "text": "Check this"])
+/// try document.update(note.id, content: …)
+/// try document.remove(note.id)
+/// ```
+///
+/// Before the download finishes every call fails with ``InstantError/Code/invalidDocument``.
+public final class InstantDocument: Sendable {
+    /// Whether changes are allowed (the editable document) or refused with
+    /// ``InstantError/Code/savingDisabled`` (a read-only one).
+    public let isEditable: Bool
+    weak let descriptor: InstantDocumentDescriptor?
+
+    init(descriptor: InstantDocumentDescriptor, isEditable: Bool) {
+        self.descriptor = descriptor
+        self.isEditable = isEditable
+    }
+
+    // MARK: Reading
+
+    /// The layer's annotations (with local changes applied), in identifier order.
+    public func annotations() throws(InstantError) -> [InstantAnnotation] {
+        let layer = try openLayer()
+        let pending: Set<String>
+        let stored: [Annotation]
+        do {
+            pending = Set(try layer.pendingChanges().map(\.annotationID))
+            stored = try layer.annotations()
+        } catch {
+            throw try descriptorFailure(error)
+        }
+        return try stored.map { (annotation) throws(InstantError) in
+            try InstantAnnotation(annotation, synced: !pending.contains(annotation.id))
+        }
+    }
+
+    /// One annotation, or nil.
+    public func annotation(withID id: String) throws(InstantError) -> InstantAnnotation? {
+        let layer = try openLayer()
+        do {
+            guard let stored = try layer.annotation(id: id) else { return nil }
+            let pending = try layer.pendingChanges().contains { $0.annotationID == id }
+            return try InstantAnnotation(stored, synced: !pending)
+        } catch let error as InstantError {
+            throw error
+        } catch {
+            throw try descriptorFailure(error)
+        }
+    }
+
+    /// The annotations as an Instant JSON document
+    /// (`{"format": "https://pspdfkit.com/instant-json/v1", "annotations": [...]}`), each
+    /// with its `id`.
+    public func instantJSON() throws(InstantError) -> JSONValue {
+        let annotations = try annotations().map { annotation -> JSONValue in
+            guard case .object(var members) = annotation.content else { return annotation.content }
+            members["id"] = .string(annotation.id)
+            return .object(members)
+        }
+        return .object(["format": .string(InstantJSON.format), "annotations": .array(annotations)])
+    }
+
+    // MARK: Changing
+
+    /// Adds an annotation; its `id` is the content's `id` when it has one, else a new
+    /// random one. Unknown keys are kept as they are.
+    @discardableResult
+    public func add(_ content: JSONValue) throws(InstantError) -> InstantAnnotation {
+        let id = content["id"]?.string ?? UUID().uuidString.lowercased()
+        try apply([.create(id: id, content: content)])
+        return InstantAnnotation(id: id, content: content, isSynced: false)
+    }
+
+    /// Replaces an annotation's content.
+    public func update(_ id: String, content: JSONValue) throws(InstantError) {
+        try apply([.update(id: id, content: content)])
+    }
+
+    /// Removes an annotation.
+    public func remove(_ id: String) throws(InstantError) {
+        try apply([.delete(id: id)])
+    }
+
+    /// Beyond Instant: makes several changes in one durable transaction, all or none.
+    public func apply(_ changes: [InstantAnnotationChange]) throws(InstantError) {
+        guard isEditable else {
+            throw InstantError(.savingDisabled, "this is a read-only document: use the descriptor's editableDocument")
+        }
+        var local: [LocalChange] = []
+        for change in changes {
+            switch change {
+            case .create(let id, let content): local.append(.create(id: id, content: try Self.checked(content, id)))
+            case .update(let id, let content): local.append(.update(id: id, content: try Self.checked(content, id)))
+            case .delete(let id): local.append(.delete(id: id))
+            }
+        }
+        let layer = try openLayer()
+        do {
+            try layer.apply(local)
+        } catch {
+            throw try descriptorFailure(error)
+        }
+        descriptor?.localChangesMade()
+    }
+
+    // MARK: Internals
+
+    private func openLayer() throws(InstantError) -> LayerDatabase {
+        guard let descriptor else { throw InstantError(.invalidDocument, "the descriptor of this document is gone") }
+        return try descriptor.openLayer()
+    }
+
+    /// A store failure, after telling the descriptor (a removed layer drops its handle).
+    private func descriptorFailure(_ error: any Error) throws(InstantError) -> InstantError {
+        guard let error = error as? StoreError else { return InstantError(.unknown, "\(error)") }
+        descriptor?.storeFailed(error)
+        return InstantError(error)
+    }
+
+    /// Instant JSON's check, then the bytes to store.
+    static func checked(_ content: JSONValue, _ id: String) throws(InstantError) -> Data {
+        do {
+            try InstantJSON.validateAnnotation(content)
+        } catch {
+            throw InstantError(.invalidJSONStructure, "annotation \(id): \(error.message)")
+        }
+        return content.jsonData()
+    }
+}
+
+/// One annotation of a layer.
+public struct InstantAnnotation: Sendable, Equatable {
+    public var id: String
+    /// The annotation in Instant JSON, unknown keys included.
+    public var content: JSONValue
+    /// False while a local change to it waits to be synced.
+    public var isSynced: Bool
+
+    init(id: String, content: JSONValue, isSynced: Bool) {
+        self.id = id
+        self.content = content
+        self.isSynced = isSynced
+    }
+
+    init(_ stored: Annotation, synced: Bool) throws(InstantError) {
+        do {
+            content = try JSONValue.parse(stored.content)
+        } catch {
+            throw InstantError(
+                .couldNotReadFromDiskCache, "annotation \(stored.id) is not valid JSON: \(error.message)")
+        }
+        id = stored.id
+        isSynced = synced
+    }
+}
+
+/// One change of a batch for ``InstantDocument/apply(_:)``.
+public enum InstantAnnotationChange: Sendable, Equatable {
+    case create(id: String, content: JSONValue)
+    case update(id: String, content: JSONValue)
+    case delete(id: String)
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// Hands each event to the client's delegate, to `NotificationCenter.default`, and to every
+/// open ``InstantClient/events()`` stream, in that order, on the caller's thread. Callers
+/// emit one descriptor's events from one place at a time, so they arrive in order.
+final class EventHub: Sendable {
+    private struct State {
+        weak var delegate: (any InstantClientDelegate)?
+        var streams: [UUID: AsyncStream<InstantEvent>.Continuation] = [:]
+    }
+    private let state = Mutex(State())
+
+    var delegate: (any InstantClientDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    func stream() -> AsyncStream<InstantEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: InstantEvent.self, bufferingPolicy: .unbounded)
+        let id = UUID()
+        state.withLock { $0.streams[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ event: InstantEvent, from client: InstantClient) {
+        let (delegate, streams) = state.withLock { ($0.delegate, Array($0.streams.values)) }
+        if let delegate { Self.call(delegate, client, event) }
+        let (name, userInfo) = Self.notification(event)
+        NotificationCenter.default.post(name: name, object: event.descriptor, userInfo: userInfo)
+        for stream in streams { stream.yield(event) }
+    }
+
+    /// Ends every stream (the client is going away).
+    func finish() {
+        let streams = state.withLock { state in
+            defer { state.streams.removeAll() }
+            return Array(state.streams.values)
+        }
+        for stream in streams { stream.finish() }
+    }
+
+    private static func call(_ delegate: any InstantClientDelegate, _ client: InstantClient, _ event: InstantEvent) {
+        switch event {
+        case .didFinishDownload(let d): delegate.instantClient(client, didFinishDownloadFor: d)
+        case .didFailDownload(let d, let error):
+            delegate.instantClient(client, documentDescriptor: d, didFailDownloadWithError: error)
+        case .didFailAuthentication(let d): delegate.instantClient(client, didFailAuthenticationFor: d)
+        case .didFinishReauthentication(let d, let jwt):
+            delegate.instantClient(client, documentDescriptor: d, didFinishReauthenticationWithJWT: jwt)
+        case .didFailReauthentication(let d, let error):
+            delegate.instantClient(client, documentDescriptor: d, didFailReauthenticationWithError: error)
+        case .didBeginSync(let d): delegate.instantClient(client, didBeginSyncFor: d)
+        case .didChangeSyncState(let d, let state):
+            delegate.instantClient(client, documentDescriptor: d, didChange: state)
+        case .didFailSync(let d, let error):
+            delegate.instantClient(client, documentDescriptor: d, didFailSyncWithError: error)
+        case .didFinishSync(let d): delegate.instantClient(client, didFinishSyncFor: d)
+        case .didLoseChange(let d, let change):
+            delegate.instantClient(client, documentDescriptor: d, didLoseChange: change)
+        }
+    }
+
+    private static func notification(_ event: InstantEvent) -> (Notification.Name, [AnyHashable: Any]?) {
+        switch event {
+        case .didFinishDownload: (.PSPDFInstantDidFinishDownload, nil)
+        case .didFailDownload(_, let error): (.PSPDFInstantDidFailDownload, [InstantNotificationKey.error: error])
+        case .didFailAuthentication: (.PSPDFInstantDidFailAuthentication, nil)
+        case .didFinishReauthentication(_, let jwt):
+            (.PSPDFInstantDidFinishReauthentication, [InstantNotificationKey.jwt: jwt])
+        case .didFailReauthentication(_, let error):
+            (.PSPDFInstantDidFailReauthentication, [InstantNotificationKey.error: error])
+        case .didBeginSync: (.PSPDFInstantDidBeginSyncing, nil)
+        case .didChangeSyncState(_, let state):
+            (.PSPDFInstantSyncCycleDidChangeState, [InstantNotificationKey.state: state])
+        case .didFailSync(_, let error): (.PSPDFInstantDidFailSyncing, [InstantNotificationKey.error: error])
+        case .didFinishSync: (.PSPDFInstantDidFinishSyncing, nil)
+        case .didLoseChange(_, let change): (.PSPDFInstantDidLoseChange, [InstantNotificationKey.lostChange: change])
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import AsyncHTTPClient
+import Foundation
+import InstantProtocol
+import NIOCore
+import NIOHTTP1
+
+/// The client API of one server (docs/PROTOCOL.md, `/i/v1`), over async-http-client: one
+/// function per request, each taking the JWT it runs under. Failures come out as
+/// ``APIFailure``, which tells a refusal from the server from a network failure.
+///
+/// ```swift
+/// let api = ServerAPI(http: .shared, serverURL: url)
+/// let snapshot = try await api.snapshot(document: "report", jwt: token, epoch: nil, after: nil)
+/// ```
+struct ServerAPI: Sendable {
+    let http: HTTPClient
+    let serverURL: URL
+    /// The longest a JSON request may take, start to end.
+    var requestTimeout: TimeAmount = .seconds(60)
+    /// The largest JSON body accepted from the server (pages are capped at a few MiB).
+    var maxResponseBytes = 256 << 20
+
+    // MARK: JSON endpoints
+
+    /// `GET …/snapshot`: one page of the layer's records.
+    func snapshot(document: String, jwt: String, epoch: String?, after: String?) async throws(APIFailure)
+        -> LayerSnapshot
+    {
+        try await json(.GET, document, "snapshot", query: ["epoch": epoch, "after": after], jwt: jwt)
+    }
+
+    /// `POST …/sync`: pending changes up, verdicts and the first page of changes down.
+    func sync(document: String, jwt: String, _ request: SyncRequest) async throws(APIFailure) -> SyncResponse {
+        try await json(.POST, document, "sync", query: [:], jwt: jwt, body: request.jsonBytes())
+    }
+
+    /// `GET …/changes`: a page after a sync's first one.
+    func changes(document: String, jwt: String, epoch: String?, since: Int64, after: String?)
+        async throws(APIFailure) -> SyncResponse
+    {
+        try await json(
+            .GET, document, "changes", query: ["epoch": epoch, "since": String(since), "after": after], jwt: jwt)
+    }
+
+    /// `GET …/listen`: returns when the layer passes `revision`, or after `timeout` seconds.
+    func listen(document: String, jwt: String, revision: Int64, epoch: String?, timeout: Int)
+        async throws(APIFailure) -> ListenResponse
+    {
+        try await json(
+            .GET, document, "listen",
+            query: ["revision": String(revision), "epoch": epoch, "timeout": String(timeout)], jwt: jwt,
+            deadline: .seconds(Int64(timeout) + 30))
+    }
+
+    // MARK: PDF
+
+    /// `GET …/pdf`. `ifNoneMatch` (a SHA-256 the caller holds, or `*` to learn the ETag
+    /// without bytes) may answer 304; `from` asks for the bytes from that offset on (206).
+    /// The body is left to the caller to stream.
+    func pdf(document: String, jwt: String, ifNoneMatch: String?, from offset: Int64?, zstd: Bool)
+        async throws(APIFailure) -> HTTPClientResponse
+    {
+        var request = makeRequest(.GET, document, "pdf", query: [:], jwt: jwt)
+        if let ifNoneMatch {
+            request.headers.add(name: "If-None-Match", value: ifNoneMatch == "*" ? "*" : "\"\(ifNoneMatch)\"")
+        }
+        if let offset { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
+        if zstd && offset == nil { request.headers.add(name: "Accept-Encoding", value: "zstd") }
+        let response: HTTPClientResponse
+        do {
+            // No overall deadline: a large PDF takes as long as it takes. The client's read
+            // timeout ends a transfer that stalls.
+            response = try await http.execute(request, deadline: .distantFuture)
+        } catch {
+            throw APIFailure.network(Self.describe(error))
+        }
+        if response.status.code >= 400 { throw await Self.refusal(response) }
+        return response
+    }
+
+    // MARK: Plumbing
+
+    private func json<T: JSONRepresentable>(
+        _ method: HTTPMethod, _ document: String, _ endpoint: String, query: [String: String?], jwt: String,
+        body: [UInt8]? = nil, deadline: TimeAmount? = nil
+    ) async throws(APIFailure) -> T {
+        var request = makeRequest(method, document, endpoint, query: query, jwt: jwt)
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let bytes: ByteBuffer
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, timeout: deadline ?? requestTimeout)
+            if response.status.code >= 400 { throw await Self.refusal(response) }
+            bytes = try await response.body.collect(upTo: maxResponseBytes)
+        } catch let failure as APIFailure {
+            throw failure
+        } catch {
+            throw APIFailure.network(Self.describe(error))
+        }
+        do {
+            return try T(jsonData: bytes.readableBytesView)
+        } catch {
+            throw APIFailure.invalidResponse("\(endpoint) answered \(response.status.code) with \(error.message)")
+        }
+    }
+
+    func makeRequest(
+        _ method: HTTPMethod, _ document: String, _ endpoint: String, query: [String: String?], jwt: String
+    ) -> HTTPClientRequest {
+        var url = serverURL.absoluteString
+        if !url.hasSuffix("/") { url += "/" }
+        url += "i/v1/documents/\(Self.encode(document))/\(endpoint)"
+        let items = query.compactMap { key, value in value.map { "\(key)=\(Self.encode($0))" } }.sorted()
+        if !items.isEmpty { url += "?" + items.joined(separator: "&") }
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Token token=\"\(jwt)\"")
+        request.headers.add(name: ProtocolVersion.header, value: String(ProtocolVersion.current))
+        return request
+    }
+
+    /// Percent-encodes everything but unreserved characters (docs/PROTOCOL.md).
+    static func encode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += String(format: "%%%02X", byte)
+            }
+        }
+        return result
+    }
+
+    /// The server's error body as a refusal (a body that is not one still gives the status).
+    static func refusal(_ response: HTTPClientResponse) async -> APIFailure {
+        let status = Int(response.status.code)
+        let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0) }
+        let body = try? await response.body.collect(upTo: 1 << 20)
+        if let body, let parsed = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView)) {
+            return .refused(parsed.error, status: status, retryAfter: retryAfter)
+        }
+        let code: ErrorCode =
+            switch status {
+            case 401: .missingToken
+            case 403: .invalidToken
+            case 404: .notFound
+            case 413: .payloadLimitExceeded
+            case 503: .serverBusy
+            case 500...: .internal
+            default: .invalidRequest
+            }
+        return .refused(
+            ProtocolError(code, "the server answered \(status) without an error body"), status: status,
+            retryAfter: retryAfter)
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError { return "the request failed: \(error)" }
+        return "the request failed: \(String(describing: error))"
+    }
+}
+
+/// Why a request to the server did not give an answer the client can use.
+enum APIFailure: Error, Sendable, Equatable {
+    /// The server answered with an error (docs/PROTOCOL.md, Errors).
+    case refused(ProtocolError, status: Int, retryAfter: Int?)
+    /// No answer: connection refused, reset or timed out. The request may have been applied.
+    case network(String)
+    /// An answer the client cannot read.
+    case invalidResponse(String)
+
+    /// The client's error for it.
+    var instantError: InstantError {
+        switch self {
+        case .refused(let error, _, let retryAfter):
+            {
+                var mapped = InstantError(error)
+                mapped.retryAfter = retryAfter
+                return mapped
+            }()
+        case .network(let message): InstantError(.requestFailed, message)
+        case .invalidResponse(let message): InstantError(.invalidServerData, message)
+        }
+    }
+
+    /// The server does not know the client's epoch or revision: take a snapshot.
+    var isResetRequired: Bool {
+        if case .refused(let error, _, _) = self { return error.code == .resetRequired }
+        return false
+    }
+
+    /// The request carried more than the server takes at once.
+    var isPayloadLimit: Bool {
+        if case .refused(let error, _, _) = self { return error.code == .payloadLimitExceeded }
+        return false
+    }
+
+    /// How long the server asked to wait before trying again.
+    var retryAfter: Int? {
+        if case .refused(_, _, let seconds) = self { return seconds }
+        return nil
+    }
+}

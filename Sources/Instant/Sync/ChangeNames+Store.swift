@@ -1,0 +1,4 @@
+import InstantStore
+
+/// The store's record change (see `WireServerChange`).
+typealias StoredServerChange = ServerChange

@@ -1,0 +1,35 @@
+import Foundation
+
+/// How the client waits before it tries a failed request again (network failures, 5xx,
+/// `serverBusy`): exponential, jittered backoff with a cap. Authentication failures are
+/// never retried.
+///
+/// ```swift
+/// client.retryPolicy = RetryPolicy(initialDelay: .milliseconds(200), maximumDelay: .seconds(30))
+/// ```
+public struct RetryPolicy: Sendable, Equatable {
+    /// The wait after the first failure.
+    public var initialDelay: Duration
+    /// No wait is longer than this (a server's `Retry-After` aside).
+    public var maximumDelay: Duration
+
+    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60)) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// The wait before attempt `attempt` (1 for the first retry): `initialDelay · 2^(attempt-1)`,
+    /// capped, then scaled by a random factor in [0.5, 1] so many clients that failed together
+    /// do not come back together; never shorter than the server's `Retry-After`.
+    public func delay(attempt: Int, retryAfter: Int? = nil) -> Duration {
+        let exponent = Double(min(max(attempt - 1, 0), 30))
+        let capped = min(seconds(initialDelay) * pow(2, exponent), seconds(maximumDelay))
+        let jittered = capped * Double.random(in: 0.5...1)
+        return .milliseconds(Int64(max(jittered, Double(retryAfter ?? 0)) * 1000))
+    }
+
+    private func seconds(_ duration: Duration) -> Double {
+        let (whole, fraction) = duration.components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}

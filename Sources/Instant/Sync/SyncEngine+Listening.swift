@@ -1,0 +1,79 @@
+import Foundation
+
+/// Listening for server changes: a long poll on the layer's revision, for as long as
+/// starts outnumber stops; a change (or a reset) on the server starts a sync.
+extension SyncEngine {
+    /// The long poll's wait, in seconds (the server caps it).
+    static let listenTimeout = 30
+
+    func startListening() {
+        listeners += 1
+        if listeners == 1 { beginListening() }
+    }
+
+    func stopListening() {
+        guard listeners > 0 else { return }
+        listeners -= 1
+        if listeners == 0 {
+            listening?.cancel()
+            listening = nil
+        }
+    }
+
+    /// Listening resumes after a new JWT, if anyone still listens.
+    func resumeListening() {
+        if listeners > 0 && listening == nil { beginListening() }
+    }
+
+    private func beginListening() {
+        listening = Task { await self.listenLoop() }
+    }
+
+    private func listenLoop() async {
+        var failures = 0
+        while !Task.isCancelled {
+            guard let descriptor, let client = descriptor.client else { return }
+            guard let jwt = descriptor.jwt?.token, !awaitingAuthentication else {
+                // A sync reports the authentication failure; listening starts again after
+                // a successful reauthentication.
+                _ = try? await sync()
+                listening = nil
+                return
+            }
+            let changed: Bool
+            do {
+                let meta = try descriptor.openLayer().metadata()
+                let answer = try await api.listen(
+                    document: descriptor.identifier, jwt: jwt, revision: meta.lastServerRevision, epoch: meta.epoch,
+                    timeout: Self.listenTimeout)
+                changed = answer.changed
+                failures = 0
+            } catch let failure as APIFailure where failure.isResetRequired {
+                changed = true
+            } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
+                changed = true  // the sync reports it, and listening waits for a new JWT
+            } catch {
+                if Task.isCancelled { return }
+                let failure = Self.instantError(error, descriptor)
+                if !failure.isRetryable {
+                    client.emit(.didFailSync(descriptor, failure))
+                    listening = nil
+                    return
+                }
+                failures += 1
+                try? await Task.sleep(
+                    for: client.retryPolicy.delay(attempt: failures, retryAfter: failure.retryAfter))
+                continue
+            }
+            guard changed && !Task.isCancelled else { continue }
+            do {
+                try await sync()
+            } catch {
+                // The cycle reported it. Wait before listening again: the server is ahead
+                // of this copy, so the next listen would answer at once.
+                failures += 1
+                try? await Task.sleep(for: client.retryPolicy.delay(attempt: failures, retryAfter: error.retryAfter))
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import InstantProtocol
+import InstantStore
+
+/// One exchange with the server for one layer (docs/PROTOCOL.md, sync): the pending changes
+/// up, the verdicts and every page of changes down, applied to the layer; or, when the
+/// server asks for it, a reset from a snapshot with the pending changes applied on top.
+///
+/// Nothing here is lost to a crash or a lost response: a change is dropped only in the
+/// transaction that applies the server's verdict on it, and it keeps its `changeId` (its
+/// sequence number) and the layer's client id for ever, so sending it again is answered
+/// with the first verdict, never applied twice.
+struct SyncRound {
+    let api: ServerAPI
+    let layer: LayerDatabase
+    let document: String
+    let jwt: String
+    /// At most this many changes go in one request.
+    var batchLimit: Int
+
+    /// What a round did.
+    struct Outcome {
+        /// The request carried changes.
+        var sentChanges: Bool
+        /// Local changes the server did not take, with what it kept.
+        var lost: [InstantLostChange] = []
+        /// The server refused the batch as too large: send fewer.
+        var batchTooLarge = false
+    }
+
+    /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
+    /// called when the answer is in and about to be applied.
+    func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
+        let pending = Array(try layer.pendingChanges().prefix(batchLimit))
+        let meta = try layer.metadata()
+        guard let clientID = meta.clientID else {
+            throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
+        }
+        if !pending.isEmpty { await willSend() }
+        let request = SyncRequest(
+            clientId: clientID, epoch: meta.epoch, baseRevision: meta.lastServerRevision,
+            changes: try pending.map(Self.clientChange))
+        let response: SyncResponse
+        switch await Self.attempt({ () async throws(APIFailure) in
+            try await api.sync(document: document, jwt: jwt, request)
+        }) {
+        case .success(let answer):
+            response = answer
+        case .failure(let failure) where failure.isResetRequired:
+            await willReceive()
+            try await reset()
+            return Outcome(sentChanges: !pending.isEmpty)
+        case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
+            return Outcome(sentChanges: true, batchTooLarge: true)
+        case .failure(let failure):
+            throw failure
+        }
+        await willReceive()
+        guard response.results.map(\.changeId) == pending.map(\.sequence) else {
+            throw InstantError(
+                .invalidServerData,
+                "the server answered \(response.results.count) verdicts for \(pending.count) changes")
+        }
+        var changed = Set(response.changes.map(\.id))
+        try layer.applyServerChanges(
+            try response.changes.map(Self.storeChange), newRevision: response.next == nil ? response.revision : nil,
+            epoch: response.epoch, acknowledgedThrough: pending.last?.sequence)
+        var next = response.next
+        while let after = next {
+            let page: SyncResponse
+            let since = meta.lastServerRevision
+            switch await Self.attempt({ () async throws(APIFailure) in
+                try await api.changes(document: document, jwt: jwt, epoch: response.epoch, since: since, after: after)
+            }) {
+            case .success(let answer): page = answer
+            case .failure(let failure) where failure.isResetRequired:
+                try await reset()
+                next = nil
+                continue
+            case .failure(let failure): throw failure
+            }
+            changed.formUnion(page.changes.map(\.id))
+            try layer.applyServerChanges(
+                try page.changes.map(Self.storeChange), newRevision: page.next == nil ? page.revision : nil,
+                epoch: page.epoch, acknowledgedThrough: nil)
+            next = page.next
+        }
+        let rejected = zip(pending, response.results).filter { !$0.1.accepted }
+        // A rejected change to a record the answer did not bring (refused content, no
+        // permission) left the local copy as the change made it: the snapshot puts the
+        // server's version back.
+        if rejected.contains(where: { !changed.contains($0.0.annotationID) }) { try await reset() }
+        var outcome = Outcome(sentChanges: !pending.isEmpty)
+        for (change, result) in rejected {
+            outcome.lost.append(try lostChange(change, result))
+        }
+        return outcome
+    }
+
+    /// A rejected change, with the record as the server has it now.
+    private func lostChange(_ change: PendingChange, _ result: ChangeResult) throws -> InstantLostChange {
+        let winner = try layer.annotation(id: change.annotationID)
+        return InstantLostChange(
+            annotationID: change.annotationID, kind: InstantLostChange.Kind(rawValue: change.kind.rawValue) ?? .update,
+            lostContent: change.content.flatMap { try? JSONValue.parse($0) },
+            reason: result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict,
+            message: result.message, winner: winner.flatMap { try? JSONValue.parse($0.content) })
+    }
+
+    /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
+    /// the pending changes applied on top again; they are sent from there, keeping their
+    /// change ids.
+    func reset() async throws {
+        var attempts = 0
+        while true {
+            attempts += 1
+            let first = try await api.snapshot(document: document, jwt: jwt, epoch: nil, after: nil)
+            var records = first.records
+            var next = first.next
+            var restarted = false
+            while let after = next {
+                switch await Self.attempt({ () async throws(APIFailure) in
+                    try await api.snapshot(document: document, jwt: jwt, epoch: first.epoch, after: after)
+                }) {
+                case .success(let page):
+                    records += page.records
+                    next = page.next
+                case .failure(let failure) where failure.isResetRequired && attempts < 3:
+                    // The layer was created again while we paged: start over.
+                    restarted = true
+                    next = nil
+                case .failure(let failure):
+                    throw failure
+                }
+            }
+            if restarted { continue }
+            try layer.applySnapshot(
+                records.map { ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision) },
+                revision: first.revision, epoch: first.epoch)
+            return
+        }
+    }
+
+    /// A request's outcome as a value (switching over it sidesteps a compiler crash with
+    /// typed-throws catch clauses in async code).
+    static func attempt<T>(_ body: () async throws(APIFailure) -> T) async -> Result<T, APIFailure> {
+        do { return .success(try await body()) } catch { return .failure(error) }
+    }
+
+    static func clientChange(_ change: PendingChange) throws -> ClientChange {
+        let kind: ChangeKind =
+            switch change.kind {
+            case .create: .create
+            case .update: .update
+            case .delete: .delete
+            }
+        var content: JSONValue?
+        if let bytes = change.content {
+            do { content = try JSONValue.parse(bytes) } catch {
+                throw InstantError(
+                    .couldNotReadFromDiskCache, "pending change \(change.sequence) holds invalid JSON: \(error.message)"
+                )
+            }
+        }
+        return ClientChange(changeId: change.sequence, kind: kind, id: change.annotationID, content: content)
+    }
+
+    static func storeChange(_ change: WireServerChange) throws -> StoredServerChange {
+        if change.deleted {
+            return StoredServerChange(annotationID: change.id, content: nil, revision: change.revision)
+        }
+        guard let content = change.content else {
+            throw InstantError(.invalidServerData, "the server sent annotation \(change.id) without content")
+        }
+        return StoredServerChange(annotationID: change.id, content: content.jsonData(), revision: change.revision)
+    }
+}

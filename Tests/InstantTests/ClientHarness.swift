@@ -1,0 +1,129 @@
+import Foundation
+import Instant
+import InstantProtocol
+import ServerTestSupport
+
+/// A store root of its own, a fault proxy in front of the test server, and clients on it.
+struct ClientHarness: Sendable {
+    let server: TestServer
+    let proxy: FaultProxy
+    let root: URL
+
+    static func with<T: Sendable>(
+        _ body: @Sendable (ClientHarness) async throws -> T
+    ) async throws -> T {
+        try await TestServer.with { server in
+            guard let port = URLComponents(string: server.base)?.port else {
+                throw InstantError(.invalidURL, "no port")
+            }
+            let proxy = try FaultProxy(upstreamPort: port)
+            defer { proxy.close() }
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-client-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: root) }
+            return try await body(ClientHarness(server: server, proxy: proxy, root: root))
+        }
+    }
+
+    /// A client of the server through the proxy, over this harness's store (or `root`),
+    /// retrying fast.
+    func client(root: URL? = nil) throws -> InstantClient {
+        let client = try InstantClient(serverURL: proxy.url, storeRoot: root ?? self.root)
+        client.retryPolicy = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
+        return client
+    }
+
+    func jwt(_ document: String, layer: String? = nil, user: String = "ana", expiresIn: TimeInterval = 3600)
+        async throws -> String
+    {
+        try await server.token(document: document, layer: layer, user: user, expiresIn: expiresIn)
+    }
+
+    /// Uploads a PDF and returns a downloaded descriptor of `layer` for `user`, with
+    /// automatic syncing off.
+    func downloaded(
+        _ client: InstantClient, _ document: String, layer: String? = nil, user: String = "ana"
+    ) async throws -> InstantDocumentDescriptor {
+        let token = try await jwt(document, layer: layer, user: user)
+        let descriptor = try client.documentDescriptor(forJWT: token)
+        descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+        try await descriptor.download(usingJWT: token).result()
+        return descriptor
+    }
+
+    /// The server's annotations of a layer, through the backend API.
+    func serverAnnotations(_ document: String, layer: String = "") async throws -> [AnnotationRecord] {
+        let path =
+            layer.isEmpty
+            ? "/documents/\(TestServer.encode(document))/annotations"
+            : "/documents/\(TestServer.encode(document))/layers/\(TestServer.encode(layer))/annotations"
+        return try await server.api(.GET, path).json(AnnotationList.self).data.annotations
+    }
+}
+
+/// Collects a client's events for a test to wait on and inspect.
+actor EventLog {
+    private(set) var events: [InstantEvent] = []
+    private var task: Task<Void, Never>?
+
+    static func recording(_ client: InstantClient) async -> EventLog {
+        let log = EventLog()
+        await log.start(client.events())
+        return log
+    }
+
+    private func start(_ stream: AsyncStream<InstantEvent>) {
+        task = Task { for await event in stream { self.append(event) } }
+    }
+
+    private func append(_ event: InstantEvent) { events.append(event) }
+
+    /// Waits (up to `seconds`) until `predicate` holds for the events so far.
+    func wait(
+        _ what: String, seconds: Double = 20, until predicate: ([InstantEvent]) -> Bool
+    ) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !predicate(events) {
+            if Date() > deadline { throw InstantError(.unknown, "timed out waiting for \(what); saw \(names)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    var names: [String] { events.map(Self.name) }
+
+    func clear() { events.removeAll() }
+
+    static func name(_ event: InstantEvent) -> String {
+        switch event {
+        case .didFinishDownload: "didFinishDownload"
+        case .didFailDownload(_, let error): "didFailDownload(\(error.code.name))"
+        case .didFailAuthentication: "didFailAuthentication"
+        case .didFinishReauthentication: "didFinishReauthentication"
+        case .didFailReauthentication(_, let error): "didFailReauthentication(\(error.code.name))"
+        case .didBeginSync: "didBeginSync"
+        case .didChangeSyncState(_, let state): "state(\(state.rawValue))"
+        case .didFailSync(_, let error): "didFailSync(\(error.code.name))"
+        case .didFinishSync: "didFinishSync"
+        case .didLoseChange(_, let change): "didLoseChange(\(change.annotationID), \(change.reason.rawValue))"
+        }
+    }
+}
+
+func note(_ text: String, id: String? = nil) -> JSONValue {
+    var members: [String: JSONValue] = [
+        "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(0),
+        "bbox": .array([.integer(1), .integer(2), .integer(30), .integer(40)]), "text": .string(text),
+        "customData": .object(["kept": .bool(true)]),
+    ]
+    if let id { members["id"] = .string(id) }
+    return .object(members)
+}
+
+/// What an operation failed with, or nil when it succeeded.
+func failure(of operation: InstantOperation) async -> InstantError? {
+    do {
+        try await operation.result()
+        return nil
+    } catch {
+        return error
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Instant
+import InstantProtocol
+import InstantStore
+import ServerTestSupport
+import Testing
+
+@Suite struct DownloadTests {
+    /// The PDF is large next to everything else a download moves (JWT-authenticated JSON).
+    static let pdfSize = 2_000_000
+
+    @Test func noPDFByteMovesTwice() async throws {
+        try await ClientHarness.with { h in
+            let pdf = samplePDF(Self.pdfSize)
+            try await h.server.upload("doc", pdf)
+            try await h.server.upload("copy", pdf)
+            let client = try h.client()
+            let before = h.proxy.bytesFromServer
+            let first = try await h.downloaded(client, "doc")
+            #expect(h.proxy.bytesFromServer - before >= Self.pdfSize)
+
+            // A second layer of the same document.
+            var mark = h.proxy.bytesFromServer
+            _ = try await h.downloaded(client, "doc", layer: "review")
+            #expect(h.proxy.bytesFromServer - mark < 20_000)
+
+            // Another document with the same PDF.
+            mark = h.proxy.bytesFromServer
+            _ = try await h.downloaded(client, "copy")
+            #expect(h.proxy.bytesFromServer - mark < 20_000)
+
+            // Another server (tenant) sharing the store, same PDF.
+            let otherTenant = try InstantClient(
+                serverURL: URL(string: "http://localhost:\(h.proxy.port)")!, storeRoot: h.root)
+            mark = h.proxy.bytesFromServer
+            _ = try await h.downloaded(otherTenant, "doc")
+            #expect(h.proxy.bytesFromServer - mark < 20_000)
+
+            // Again after removing the layer's local storage: the intact PDF stays.
+            try first.removeLocalStorage()
+            #expect(first.documentState == .unknown)
+            mark = h.proxy.bytesFromServer
+            try await first.download(usingJWT: try await h.jwt("doc")).result()
+            #expect(h.proxy.bytesFromServer - mark < 20_000)
+            #expect(first.documentState == .clean)
+        }
+    }
+
+    @Test func aBrokenTransferResumesWhereItStopped() async throws {
+        try await ClientHarness.with { h in
+            let pdf = samplePDF(Self.pdfSize)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            // No intact copy: the probe (304) and then the transfer, cut in the middle.
+            h.proxy.cutNextResponse(after: 1_000_000)
+            let before = h.proxy.bytesFromServer
+            try await descriptor.download(usingJWT: token).result()
+            let moved = h.proxy.bytesFromServer - before
+            #expect(moved >= Self.pdfSize)
+            // A restart from zero would move the million bytes before the cut plus the whole
+            // PDF again. (Bytes in flight when the connection broke, in socket and NIO
+            // buffers but not yet taken by the store, do come again.)
+            #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "the rest only, not the whole PDF again")
+            let stored = try InstantStore(root: h.root)
+            let hash = try #require(try stored.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            #expect(hash.size == Int64(Self.pdfSize))
+            let verify = try stored.verify(VerifyOptions(deep: true))
+            #expect(verify.isClean)
+        }
+    }
+
+    @Test func bytesThatDoNotMatchTheETagFailAndLeaveNothing() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF(Self.pdfSize))
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            h.proxy.flipNextResponseByte(at: 900_000)
+            let failed = await failure(of: try descriptor.download(usingJWT: token))
+            #expect(failed != nil)
+            try await log.wait("the failure event") {
+                $0.contains { if case .didFailDownload = $0 { true } else { false } }
+            }
+            #expect(!descriptor.isDownloaded)
+            #expect(descriptor.documentState == .unknown)
+            let store = try InstantStore(root: h.root)
+            #expect(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc") == nil)
+            // A clean attempt then works.
+            try await descriptor.download(usingJWT: token).result()
+            #expect(descriptor.isDownloaded)
+        }
+    }
+
+    @Test func aLayerCreatedAgainOnTheServerResetsAndKeepsPendingChanges() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc", layer: "notes")
+            try descriptor.editableDocument.add(note("first", id: "a"))
+            try await descriptor.sync().result()
+            // The layer is deleted and made again on the server: a new epoch.
+            #expect(try await h.server.api(.DELETE, "/documents/doc/layers/notes").status < 300)
+            #expect(
+                try await h.server.api(.POST, "/documents/doc/layers", json: #"{"name": "notes"}"#).status < 300)
+            try descriptor.editableDocument.add(note("pending", id: "b"))
+            try await descriptor.sync().result()
+            // The snapshot replaced the old records ("a" went with the old layer) and the
+            // pending change went on top, and up.
+            #expect(try descriptor.editableDocument.annotations().map(\.id) == ["b"])
+            #expect(try await h.serverAnnotations("doc", layer: "notes").map(\.id) == ["b"])
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
+    @Test func aDescriptorWhoseLayerAnotherProcessRemovedReadsUnknown() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("x", id: "x"))
+            // What `instantctl rm` does, through a store handle of its own.
+            let store = try InstantStore(root: h.root)
+            try store.removeLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            let error = #expect(throws: InstantError.self) { try descriptor.editableDocument.add(note("y")) }
+            #expect(error?.code == .invalidDocument)
+            #expect(descriptor.documentState == .unknown)
+            #expect(await failure(of: descriptor.sync()) != nil)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP proxy on a loopback port in front of a test server, which the test controls:
+/// count the bytes the server sends, refuse connections (the network is down), cut or
+/// corrupt the next response, or lose the next response whose request starts with a
+/// given prefix *after the server has applied it*.
+///
+/// Blocking sockets, two threads per connection: small, and the tests' traffic is small.
+final class FaultProxy: @unchecked Sendable {
+    let port: Int
+    private let upstreamPort: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var bytesDown = 0
+    private var refusing = false
+    private var loseNext: String?
+    private var cutNextAfter: Int?
+    private var flipNextAt: Int?
+    private var sockets: Set<Int32> = []
+    private var lostResponses = 0
+
+    init(upstreamPort: Int) throws {
+        self.upstreamPort = upstreamPort
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Bytes the server has sent through the proxy so far.
+    var bytesFromServer: Int { lock.withLock { bytesDown } }
+    var responsesLost: Int { lock.withLock { lostResponses } }
+
+    /// While true, every connection is closed at once (and open ones are reset).
+    func setRefusing(_ refusing: Bool) {
+        let open = lock.withLock { () -> Set<Int32> in
+            self.refusing = refusing
+            return refusing ? sockets : []
+        }
+        for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    /// The next request starting with `prefix` (such as `"POST /i/v1/documents/d/sync"`)
+    /// reaches the server, and its whole response is thrown away: the connection closes.
+    func loseNextResponse(to prefix: String) { lock.withLock { loseNext = prefix } }
+
+    /// The first connection whose response stream reaches `bytes` bytes is cut there.
+    func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
+
+    /// The first connection whose response stream reaches `offset` has that byte flipped.
+    func flipNextResponseByte(at offset: Int) { lock.withLock { flipNextAt = offset } }
+
+    func close() {
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+        setRefusing(true)
+    }
+
+    // MARK: Plumbing
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            if lock.withLock({ refusing }) {
+                Glibc.close(client)
+                continue
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: upstreamPort)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            if connected != 0 {
+                Glibc.close(client)
+                Glibc.close(upstream)
+                continue
+            }
+            lock.withLock { _ = sockets.formUnion([client, upstream]) }
+            let connection = Connection()
+            Thread { [self] in pumpUp(client, upstream, connection) }.start()
+            Thread { [self] in pumpDown(upstream, client, connection) }.start()
+        }
+    }
+
+    private final class Connection: @unchecked Sendable {
+        let lock = NSLock()
+        var loseResponse = false
+        var pumps = 2
+
+        /// The second pump to end closes both sockets (never earlier: a closed descriptor's
+        /// number may be reused while the other pump still reads it).
+        func pumpEnded(_ client: Int32, _ upstream: Int32) {
+            let last = lock.withLock { () -> Bool in
+                pumps -= 1
+                return pumps == 0
+            }
+            if last {
+                Glibc.close(client)
+                Glibc.close(upstream)
+            }
+        }
+    }
+
+    /// Client → server; decides whether this connection's response is to be lost.
+    private func pumpUp(_ client: Int32, _ upstream: Int32, _ connection: Connection) {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = read(client, &buffer, buffer.count)
+            if count <= 0 { break }
+            // HTTP/1.1 keeps connections open: any read may start the next request.
+            do {
+                let head = String(decoding: buffer[0..<min(count, 512)], as: UTF8.self)
+                lock.withLock {
+                    if let prefix = loseNext, head.hasPrefix(prefix) {
+                        loseNext = nil
+                        connection.lock.withLock { connection.loseResponse = true }
+                    }
+                }
+            }
+            if !writeAll(upstream, buffer, count) { break }
+        }
+        shutdown(upstream, Int32(SHUT_WR))
+        connection.pumpEnded(client, upstream)
+    }
+
+    /// Server → client, with the faults asked for.
+    private func pumpDown(_ upstream: Int32, _ client: Int32, _ connection: Connection) {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var sent = 0
+        while true {
+            let count = read(upstream, &buffer, buffer.count)
+            if count <= 0 { break }
+            if connection.lock.withLock({ connection.loseResponse }) {
+                // The server answered: the request was applied. Drop the answer.
+                lock.withLock { lostResponses += 1 }
+                break
+            }
+            var length = count
+            // A fault belongs to the first connection whose stream reaches its offset.
+            lock.withLock {
+                if let cut = cutNextAfter, sent + length > cut {
+                    length = max(0, cut - sent)
+                    cutNextAfter = nil
+                }
+                if let flip = flipNextAt, flip >= sent, flip < sent + length {
+                    buffer[flip - sent] ^= 0xFF
+                    flipNextAt = nil
+                }
+            }
+            if length > 0 && !writeAll(client, buffer, length) { break }
+            sent += length
+            lock.withLock { bytesDown += length }
+            if length < count { break }
+        }
+        lock.withLock { sockets.subtract([client, upstream]) }
+        shutdown(client, Int32(SHUT_RDWR))
+        shutdown(upstream, Int32(SHUT_RDWR))
+        connection.pumpEnded(client, upstream)
+    }
+
+    private func writeAll(_ socket: Int32, _ buffer: [UInt8], _ count: Int) -> Bool {
+        var offset = 0
+        while offset < count {
+            let written = buffer.withUnsafeBytes {
+                send(socket, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import Instant
+import InstantProtocol
+import ServerTestSupport
+import Testing
+
+@Suite struct SyncCycleTests {
+    @Test func downloadEditSyncWithTheDocumentedStatesInOrder() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            // The editable document exists before the download, and refuses CRUD until then.
+            #expect(throws: InstantError.self) { try descriptor.editableDocument.add(note("early")) }
+            #expect(descriptor.documentState == .unknown)
+            try await descriptor.download(usingJWT: token).result()
+            #expect(throws: InstantError.self) { try descriptor.download(usingJWT: token) }
+            #expect(descriptor.isDownloaded && descriptor.documentState == .clean)
+            #expect(descriptor.downloadProgress == nil)
+
+            let added = try descriptor.editableDocument.add(note("hello"))
+            #expect(descriptor.documentState == .dirty)
+            #expect(try descriptor.readOnlyDocument().annotation(withID: added.id)?.isSynced == false)
+            await log.clear()
+            try await descriptor.sync().result()
+            #expect(descriptor.documentState == .clean)
+            try await log.wait("the end of the cycle") {
+                $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            #expect(
+                await log.names == [
+                    "didBeginSync", "state(sendingChanges)", "state(receivingChanges)", "state(clean)", "didFinishSync",
+                ])
+            let onServer = try await h.serverAnnotations("doc")
+            #expect(onServer.map(\.id) == [added.id])
+            // Unknown keys travel as they are.
+            #expect(onServer.first?.content["customData"] == .object(["kept": .bool(true)]))
+            #expect(try descriptor.readOnlyDocument().annotation(withID: added.id)?.isSynced == true)
+        }
+    }
+
+    @Test func invalidContentReadOnlyWritesAndMissingAnnotationsAreClearErrors() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let document = descriptor.editableDocument
+            let error = #expect(throws: InstantError.self) { try document.add(.object(["v": .integer(2)])) }
+            #expect(error?.code == .invalidJSONStructure)
+            let readOnly = #expect(throws: InstantError.self) { try descriptor.readOnlyDocument().add(note("x")) }
+            #expect(readOnly?.code == .savingDisabled)
+            let missing = #expect(throws: InstantError.self) { try document.remove("nope") }
+            #expect(missing?.code == .noSuchAnnotation)
+            // A batch is all or nothing.
+            let batch = #expect(throws: InstantError.self) {
+                try document.apply([.create(id: "a", content: note("a")), .delete(id: "nope")])
+            }
+            #expect(batch?.code == .noSuchAnnotation)
+            #expect(try document.annotations().isEmpty)
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
+    @Test func automaticSyncAfterTheDelayAndListeningClientsConverge() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let otherRoot = h.root.appendingPathComponent("other")
+            let clientB = try h.client(root: otherRoot)
+            let logB = await EventLog.recording(clientB)
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            b.startListeningForServerChanges()
+            a.delayForSyncingLocalChanges = 0.05
+            let added = try a.editableDocument.add(note("from ana"))
+            let view = b.readOnlyDocument()
+            try await logB.wait("B to receive ana's note") { _ in
+                (try? view.annotation(withID: added.id)) != nil
+            }
+            #expect(try view.annotation(withID: added.id)?.content["text"] == .string("from ana"))
+            b.stopListeningForServerChanges()
+            #expect(a.documentState == .clean)
+        }
+    }
+
+    @Test func aConflictIsAnEventWithTheLoserAndTheWinner() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let logB = await EventLog.recording(clientB)
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            try a.editableDocument.add(note("v1", id: "shared"))
+            try await a.sync().result()
+            try await b.sync().result()
+            try a.editableDocument.update("shared", content: note("ana wins"))
+            try b.editableDocument.update("shared", content: note("bob loses"))
+            try await a.sync().result()
+            try await b.sync().result()
+            let lost = await logB.events.compactMap { event -> InstantLostChange? in
+                if case .didLoseChange(_, let change) = event { change } else { nil }
+            }
+            #expect(lost.count == 1)
+            #expect(lost.first?.reason == .conflict)
+            #expect(lost.first?.lostContent?["text"] == .string("bob loses"))
+            #expect(lost.first?.winner?["text"] == .string("ana wins"))
+            #expect(try b.editableDocument.annotation(withID: "shared")?.content["text"] == .string("ana wins"))
+            #expect(b.documentState == .clean)
+        }
+    }
+
+    @Test func aLostResponseIsSentAgainAndAppliedOnce() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            try a.editableDocument.add(note("once", id: "n1"))
+            try a.editableDocument.update("n1", content: note("twice"))
+            h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync")
+            // The first cycle fails (no answer); the retry sends the same changes again.
+            #expect(await failure(of: a.sync())?.code == .requestFailed)
+            #expect(h.proxy.responsesLost == 1)
+            try await log.wait("the retry to finish") {
+                $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            let onServer = try await h.serverAnnotations("doc")
+            #expect(onServer.count == 1)
+            #expect(onServer.first?.content["text"] == .string("twice"))
+            #expect(await !log.names.contains { $0.hasPrefix("didLoseChange") })
+            #expect(a.documentState == .clean)
+        }
+    }
+
+    @Test func offlineEditsAreKeptAndSyncedWhenTheServerAnswersAgain() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            h.proxy.setRefusing(true)
+            try a.editableDocument.add(note("offline", id: "o1"))
+            a.sync()
+            try await log.wait("two failed attempts") {
+                $0.filter { if case .didFailSync(_, let e) = $0 { e.code == .requestFailed } else { false } }.count >= 2
+            }
+            #expect(a.documentState == .dirty)
+            h.proxy.setRefusing(false)
+            try await log.wait("a retry to succeed") {
+                $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["o1"])
+        }
+    }
+
+    @Test func anAuthenticationFailureWaitsForReauthentication() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let first = try h.client()
+            _ = try await h.downloaded(first, "doc")
+            // After a restart: the descriptor comes from the store, without a JWT.
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
+            try await log.wait("the authentication failure") {
+                $0.contains { if case .didFailAuthentication = $0 { true } else { false } }
+            }
+            #expect(descriptor.documentState == .dirty)
+            // A JWT for another document is refused; the right one works and starts a sync.
+            descriptor.reauthenticate(withJWT: try await h.jwt("other"))
+            try await log.wait("the refusal") {
+                $0.contains { if case .didFailReauthentication = $0 { true } else { false } }
+            }
+            descriptor.reauthenticate(withJWT: try await h.jwt("doc"))
+            try await log.wait("reauthentication and a sync") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+                    && $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+        }
+    }
+
+    @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            descriptor.reauthenticate(withJWT: try await h.jwt("doc", expiresIn: -3600))
+            try await log.wait("the refused token") {
+                $0.contains {
+                    if case .didFailReauthentication(_, let e) = $0 { e.code == .accessDenied } else { false }
+                }
+            }
+            // The old token still works: the refused one was not taken.
+            try await descriptor.sync().result()
+        }
+    }
+}
