@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import InstantStore
@@ -20,6 +21,31 @@ import Testing
         #expect(try reopened.metadata().userID == "alice")
         let listed = try scratch.store.localDescriptors()
         #expect(listed.count == 1 && listed[0].pendingChangeCount == 4 && listed[0].annotationCount == 1)
+    }
+
+    @Test func aLayerOfTheFirstFormatGetsAClientIDAndKeepsItsChanges() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 3)
+        try layer.create(id: "a", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        // Back to the first format: no client id, no epoch, no layer-v2 migration.
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: "ALTER TABLE meta DROP COLUMN clientId")
+            try db.execute(sql: "ALTER TABLE meta DROP COLUMN epoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v2'")
+        }
+        try old.close()
+        let upgraded = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        let meta = try upgraded.metadata()
+        #expect((meta.clientID?.utf8.count ?? 0) >= 16)
+        #expect(meta.epoch == nil && meta.lastServerRevision == 3)
+        #expect(try upgraded.pendingChanges().map(\.annotationID) == ["a"])
+        // Opened again, it keeps the same id (the upgrade runs once).
+        upgraded.close()
+        let again = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try again.metadata().clientID == meta.clientID)
     }
 
     @Test func invalidContentAndIdentifiersAreRefused() throws {

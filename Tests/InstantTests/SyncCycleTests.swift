@@ -204,3 +204,15 @@ import Testing
         }
     }
 }
+
+@Suite struct DocumentLiteralTests {
+    @Test func literalsBuildTheSameJSON() {
+        let written: JSONValue = ["v": 2, "type": "pspdfkit/note", "bbox": [1, 2.5], "on": true, "none": nil]
+        #expect(
+            written
+                == .object([
+                    "v": .integer(2), "type": .string("pspdfkit/note"), "bbox": .array([.integer(1), .double(2.5)]),
+                    "on": .bool(true), "none": .null,
+                ]))
+    }
+}

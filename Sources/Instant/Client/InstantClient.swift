@@ -70,16 +70,9 @@ public final class InstantClient: Sendable {
         }
     }
 
-    /// `$INSTANT_STORE`, else `$XDG_DATA_HOME/instant-linux`, else
-    /// `~/.local/share/instant-linux`.
-    public static var defaultStoreRoot: URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let root = environment["INSTANT_STORE"], !root.isEmpty { return URL(fileURLWithPath: root) }
-        if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
-            return URL(fileURLWithPath: data).appendingPathComponent("instant-linux")
-        }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share/instant-linux")
-    }
+    /// The store `instantctl` looks at too: `$INSTANT_HOME`, else
+    /// `$XDG_DATA_HOME/instant`, else `~/.local/share/instant`.
+    public static var defaultStoreRoot: URL { StoreLayout.defaultRoot() }
 
     /// The descriptor of the document and layer a JWT is for, parsed offline: the same
     /// object for the same document and layer. `invalidJWT` for a token that is not one;
