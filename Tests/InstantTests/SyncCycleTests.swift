@@ -216,3 +216,50 @@ import Testing
                 ]))
     }
 }
+
+@Suite struct RejectedChangeTests {
+    @Test func aChangeWithoutWritePermissionIsLostAndTheRecordRestored() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let token = try await h.server.token(
+                document: "doc", user: "reader", permissions: ["read-document", "download"])
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try await descriptor.download(usingJWT: token).result()
+            try descriptor.editableDocument.add(note("not allowed", id: "r1"))
+            try await descriptor.sync().result()
+            let lost = await log.events.compactMap { event -> InstantLostChange? in
+                if case .didLoseChange(_, let change) = event { change } else { nil }
+            }
+            #expect(lost.map(\.reason) == [.permissionDenied])
+            #expect(lost.first?.winner == nil)
+            // The local copy is the server's again: the refused note is gone.
+            #expect(try descriptor.editableDocument.annotations().isEmpty)
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
+    @Test func aChangeLargerThanTheServerTakesDoesNotBlockLaterOnes() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            // The test server takes JSON bodies of up to 1 MiB.
+            try descriptor.editableDocument.add(note(String(repeating: "x", count: 2 << 20), id: "huge"))
+            try descriptor.editableDocument.add(note("small", id: "small"))
+            try await descriptor.sync().result()
+            try await descriptor.sync().result()
+            let lost = await log.events.compactMap { event -> InstantLostChange? in
+                if case .didLoseChange(_, let change) = event { change } else { nil }
+            }
+            #expect(lost.map(\.annotationID) == ["huge"])
+            #expect(lost.first?.reason == .payloadLimitExceeded)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["small"])
+            #expect(try descriptor.editableDocument.annotations().map(\.id) == ["small"])
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+}

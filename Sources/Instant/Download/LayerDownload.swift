@@ -78,7 +78,7 @@ struct LayerDownload {
             throw InstantError(.invalidServerData, "the PDF download came without an ETag (its SHA-256)")
         }
         let size = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
-        if let size { progress.totalUnitCount = size + 1 }  // the last unit is the layer's snapshot
+        if let size, size < Int64.max { progress.totalUnitCount = size + 1 }  // the last unit: the snapshot
         let body = ResumingBody(first: response, hash: hash, size: size, download: self)
         let stored = try await store.ingestPDF(
             tenant: tenant, document: document, chunks: body, expectedSize: size, expectedHash: hash)

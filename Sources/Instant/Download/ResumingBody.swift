@@ -45,6 +45,8 @@ struct ResumingBody: AsyncSequence, Sendable {
                     return ByteChunk(buffer: buffer)
                 } catch {
                     try Task.checkCancellation()
+                    // Every announced byte arrived (the connection failed as it closed).
+                    if let size = owner.size, offset >= size { return nil }
                     guard owner.size != nil, resumes < owner.download.maxResumes else {
                         throw InstantError(
                             .requestFailed, "the PDF download broke after \(offset) bytes: \(ServerAPI.describe(error))"

@@ -43,9 +43,10 @@ public enum InstantEvent: Sendable {
 public struct InstantLostChange: Sendable, Equatable {
     public enum Kind: String, Sendable { case create, update, delete }
     /// Why it lost: `conflict` (another writer changed the record first), `alreadyExists`,
-    /// `notFound`, `invalidAnnotation` or `permissionDenied`.
+    /// `notFound`, `invalidAnnotation`, `permissionDenied`, or `payloadLimitExceeded` (the
+    /// change alone is larger than the server takes).
     public enum Reason: String, Sendable {
-        case conflict, alreadyExists, notFound, invalidAnnotation, permissionDenied
+        case conflict, alreadyExists, notFound, invalidAnnotation, permissionDenied, payloadLimitExceeded
     }
 
     /// The annotation the change was about.

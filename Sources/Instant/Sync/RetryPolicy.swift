@@ -25,7 +25,9 @@ public struct RetryPolicy: Sendable, Equatable {
         let exponent = Double(min(max(attempt - 1, 0), 30))
         let capped = min(seconds(initialDelay) * pow(2, exponent), seconds(maximumDelay))
         let jittered = capped * Double.random(in: 0.5...1)
-        return .milliseconds(Int64(max(jittered, Double(retryAfter ?? 0)) * 1000))
+        // A server's Retry-After is honoured up to an hour (a huge one must not overflow).
+        let asked = Double(min(max(retryAfter ?? 0, 0), 3600))
+        return .milliseconds(Int64(max(jittered, asked) * 1000))
     }
 
     private func seconds(_ duration: Duration) -> Double {

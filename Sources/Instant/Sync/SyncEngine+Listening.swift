@@ -26,18 +26,24 @@ extension SyncEngine {
     }
 
     private func beginListening() {
-        listening = Task { await self.listenLoop() }
+        listenGeneration += 1
+        let generation = listenGeneration
+        listening = Task { await self.listenLoop(generation) }
     }
 
-    private func listenLoop() async {
+    /// Ends this loop's turn: its handle is cleared only if it is still the current loop.
+    private func endListening(_ generation: Int) {
+        if generation == listenGeneration { listening = nil }
+    }
+
+    private func listenLoop(_ generation: Int) async {
         var failures = 0
         while !Task.isCancelled {
             guard let descriptor, let client = descriptor.client else { return }
             guard let jwt = descriptor.jwt?.token, !awaitingAuthentication else {
-                // A sync reports the authentication failure; listening starts again after
-                // a successful reauthentication.
-                _ = try? await sync()
-                listening = nil
+                // The failed sync reported it; listening starts again after a successful
+                // reauthentication (resumeListening).
+                endListening(generation)
                 return
             }
             let changed: Bool
@@ -57,7 +63,7 @@ extension SyncEngine {
                 let failure = Self.instantError(error, descriptor)
                 if !failure.isRetryable {
                     client.emit(.didFailSync(descriptor, failure))
-                    listening = nil
+                    endListening(generation)
                     return
                 }
                 failures += 1

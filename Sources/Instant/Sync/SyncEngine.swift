@@ -20,11 +20,16 @@ actor SyncEngine {
     private var autoSync: Task<Void, Never>?
     private var retry: Task<Void, Never>?
     private var retryAttempt = 0
+    /// Bumped for every timer (auto-sync or retry) set, so only the latest one acts.
+    private var timerGeneration = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
-    private var batchLimit = 10_000
+    /// The most changes one request carries (the server's default cap).
+    static let maxBatch = 10_000
+    private var batchLimit = maxBatch
     var listeners = 0
     var listening: Task<Void, Never>?
+    var listenGeneration = 0
 
     init(api: ServerAPI) {
         self.api = api
@@ -52,15 +57,20 @@ actor SyncEngine {
         guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil else { return }
         let delay = descriptor.delayForSyncingLocalChanges
         guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
+        // Longer than a day means never, in practice (and stays clear of overflow).
+        let milliseconds = Int64(min(delay, 86_400) * 1000)
+        timerGeneration += 1
+        let generation = timerGeneration
         autoSync = Task {
-            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
-            await self.autoSyncFired()
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+            await self.autoSyncFired(generation)
         }
     }
 
-    private func autoSyncFired() async {
+    private func autoSyncFired(_ generation: Int) async {
+        // A cancelled or replaced timer must not clear its successor's handle.
+        guard generation == timerGeneration, !Task.isCancelled else { return }
         autoSync = nil
-        guard !Task.isCancelled else { return }
         _ = await startCycle()
     }
 
@@ -108,8 +118,9 @@ actor SyncEngine {
         }
         client.emit(.didBeginSync(descriptor))
         var result: Result<Void, InstantError> = .success(())
+        let usedJWT = descriptor.jwt?.token
         do {
-            guard let jwt = descriptor.jwt?.token else {
+            guard let jwt = usedJWT else {
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
@@ -122,11 +133,12 @@ actor SyncEngine {
                 let outcome = try await round.run(
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
-                if outcome.batchTooLarge { batchLimit = max(1, batchLimit / 2) }
+                batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try !layer.pendingChanges().isEmpty { again = true }
             } while again
             retryAttempt = 0
+            awaitingAuthentication = false
         } catch {
             result = .failure(Self.instantError(error, descriptor))
         }
@@ -138,8 +150,13 @@ actor SyncEngine {
         case .success:
             client.emit(.didFinishSync(descriptor))
         case .failure(let error) where error.isAuthenticationFailure:
-            awaitingAuthentication = true
-            client.emit(.didFailAuthentication(descriptor))
+            // A JWT replaced meanwhile (reauthenticate) is not the one refused.
+            if descriptor.jwt?.token == usedJWT {
+                awaitingAuthentication = true
+                client.emit(.didFailAuthentication(descriptor))
+            } else {
+                client.emit(.didFailSync(descriptor, error))
+            }
         case .failure(let error):
             client.emit(.didFailSync(descriptor, error))
             if error.isRetryable && !Task.isCancelled { scheduleRetry(after: error) }
@@ -158,15 +175,19 @@ actor SyncEngine {
         guard let descriptor, let client = descriptor.client else { return }
         retryAttempt += 1
         let delay = client.retryPolicy.delay(attempt: retryAttempt, retryAfter: error.retryAfter)
+        retry?.cancel()
+        timerGeneration += 1
+        let generation = timerGeneration
         retry = Task {
             try? await Task.sleep(for: delay)
-            await self.retryFired()
+            await self.retryFired(generation)
         }
     }
 
-    private func retryFired() async {
+    private func retryFired(_ generation: Int) async {
+        guard generation == timerGeneration, !Task.isCancelled else { return }
         retry = nil
-        guard !Task.isCancelled, !awaitingAuthentication else { return }
+        guard !awaitingAuthentication else { return }
         _ = await startCycle()
     }
 

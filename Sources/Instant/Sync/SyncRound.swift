@@ -32,7 +32,14 @@ struct SyncRound {
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let pending = Array(try layer.pendingChanges().prefix(batchLimit))
-        let meta = try layer.metadata()
+        var meta = try layer.metadata()
+        if meta.epoch == nil && !pending.isEmpty {
+            // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
+            // repair) would send the changes from revision 0, where every record counts as
+            // changed by another writer: start from a snapshot, as the protocol says.
+            try await reset()
+            meta = try layer.metadata()
+        }
         guard let clientID = meta.clientID else {
             throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
         }
@@ -52,6 +59,17 @@ struct SyncRound {
             return Outcome(sentChanges: !pending.isEmpty)
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
+        case .failure(let failure) where failure.isPayloadLimit:
+            // One change larger than the server takes: it can never be sent, and keeping it
+            // would block every later change. It is lost (reported), and the snapshot puts
+            // the server's version of the record back.
+            await willReceive()
+            try await reset(acknowledgingThrough: pending[0].sequence)
+            var outcome = Outcome(sentChanges: true)
+            outcome.lost = [
+                try lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
+            ]
+            return outcome
         case .failure(let failure):
             throw failure
         }
@@ -61,56 +79,63 @@ struct SyncRound {
                 .invalidServerData,
                 "the server answered \(response.results.count) verdicts for \(pending.count) changes")
         }
-        var changed = Set(response.changes.map(\.id))
-        try layer.applyServerChanges(
-            try response.changes.map(Self.storeChange), newRevision: response.next == nil ? response.revision : nil,
-            epoch: response.epoch, acknowledgedThrough: pending.last?.sequence)
-        var next = response.next
-        while let after = next {
-            let page: SyncResponse
+        // The verdicts are dropped with the pending changes only in the transaction that
+        // makes the server's truth local: the last page's, or the snapshot's when a
+        // rejected change touched a record the answer does not bring back (refused
+        // content, no permission). Until then a failure leaves them pending, and sending
+        // them again gets the same verdicts.
+        let rejected = zip(pending, response.results).filter { !$0.1.accepted }
+        let acknowledged = pending.last?.sequence
+        var changed = Set<String>()
+        var page = response
+        while true {
+            changed.formUnion(page.changes.map(\.id))
+            let last = page.next == nil
+            let needsSnapshot = last && rejected.contains { !changed.contains($0.0.annotationID) }
+            let finishes = last && !needsSnapshot
+            try layer.applyServerChanges(
+                try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
+                acknowledgedThrough: finishes ? acknowledged : nil)
+            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
+            guard let after = page.next else { break }
             let since = meta.lastServerRevision
             switch await Self.attempt({ () async throws(APIFailure) in
                 try await api.changes(document: document, jwt: jwt, epoch: response.epoch, since: since, after: after)
             }) {
-            case .success(let answer): page = answer
-            case .failure(let failure) where failure.isResetRequired:
-                try await reset()
-                next = nil
+            case .success(let answer):
+                page = answer
                 continue
-            case .failure(let failure): throw failure
+            case .failure(let failure) where failure.isResetRequired:
+                try await reset(acknowledgingThrough: acknowledged)
+            case .failure(let failure):
+                throw failure
             }
-            changed.formUnion(page.changes.map(\.id))
-            try layer.applyServerChanges(
-                try page.changes.map(Self.storeChange), newRevision: page.next == nil ? page.revision : nil,
-                epoch: page.epoch, acknowledgedThrough: nil)
-            next = page.next
+            break
         }
-        let rejected = zip(pending, response.results).filter { !$0.1.accepted }
-        // A rejected change to a record the answer did not bring (refused content, no
-        // permission) left the local copy as the change made it: the snapshot puts the
-        // server's version back.
-        if rejected.contains(where: { !changed.contains($0.0.annotationID) }) { try await reset() }
         var outcome = Outcome(sentChanges: !pending.isEmpty)
         for (change, result) in rejected {
-            outcome.lost.append(try lostChange(change, result))
+            let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
+            outcome.lost.append(try lostChange(change, reason: reason, message: result.message))
         }
         return outcome
     }
 
     /// A rejected change, with the record as the server has it now.
-    private func lostChange(_ change: PendingChange, _ result: ChangeResult) throws -> InstantLostChange {
+    private func lostChange(_ change: PendingChange, reason: InstantLostChange.Reason, message: String?) throws
+        -> InstantLostChange
+    {
         let winner = try layer.annotation(id: change.annotationID)
         return InstantLostChange(
             annotationID: change.annotationID, kind: InstantLostChange.Kind(rawValue: change.kind.rawValue) ?? .update,
-            lostContent: change.content.flatMap { try? JSONValue.parse($0) },
-            reason: result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict,
-            message: result.message, winner: winner.flatMap { try? JSONValue.parse($0.content) })
+            lostContent: change.content.flatMap { try? JSONValue.parse($0) }, reason: reason, message: message,
+            winner: winner.flatMap { try? JSONValue.parse($0.content) })
     }
 
     /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
     /// the pending changes applied on top again; they are sent from there, keeping their
-    /// change ids.
-    func reset() async throws {
+    /// change ids. Pending changes through `acknowledged` (decided by the server) are
+    /// dropped in the same transaction.
+    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws {
         var attempts = 0
         while true {
             attempts += 1
@@ -136,7 +161,7 @@ struct SyncRound {
             if restarted { continue }
             try layer.applySnapshot(
                 records.map { ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision) },
-                revision: first.revision, epoch: first.epoch)
+                revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
             return
         }
     }

@@ -56,10 +56,16 @@ extension LayerDatabase {
     // MARK: Server state
 
     /// Replaces the records with a server snapshot taken at `revision` (of `epoch`), then
-    /// applies the pending local changes on top again (they are kept, not dropped).
-    public func applySnapshot(_ records: [ServerRecord], revision: Int64, epoch: String? = nil) throws(StoreError) {
+    /// applies the pending local changes on top again (they are kept, not dropped, except
+    /// those through `acknowledgedThrough`: the server decided them).
+    public func applySnapshot(
+        _ records: [ServerRecord], revision: Int64, epoch: String? = nil, acknowledgedThrough: Int64? = nil
+    ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
         try write { db in
+            if let acknowledgedThrough {
+                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+            }
             try db.execute(sql: "DELETE FROM record")
             for record in records {
                 try db.execute(
