@@ -44,7 +44,7 @@ import ServerTestSupport
             for identifier in ["../../etc/passwd", "a/b", "nul\u{0}byte", String(repeating: "x", count: 1024), ".."] {
                 let pdf = samplePDF(1_000 + identifier.utf8.count)
                 #expect(try await server.upload(identifier, pdf).status == 201, "\(identifier.prefix(20))")
-                let reply = try await server.api(.GET, "/documents/\(TestServer.encode(identifier))")
+                let reply = try await server.api(.GET, "/documents/\(PathEncoding.encode(identifier))")
                 #expect(reply.status == 200)
                 #expect(try reply.json(JSONValue.self)["data"]?["document_id"]?.string == identifier)
                 let reader = try await server.token(document: identifier)

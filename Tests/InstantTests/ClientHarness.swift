@@ -54,8 +54,8 @@ struct ClientHarness: Sendable {
     func serverAnnotations(_ document: String, layer: String = "") async throws -> [AnnotationRecord] {
         let path =
             layer.isEmpty
-            ? "/documents/\(TestServer.encode(document))/annotations"
-            : "/documents/\(TestServer.encode(document))/layers/\(TestServer.encode(layer))/annotations"
+            ? "/documents/\(PathEncoding.encode(document))/annotations"
+            : "/documents/\(PathEncoding.encode(document))/layers/\(PathEncoding.encode(layer))/annotations"
         return try await server.api(.GET, path).json(AnnotationList.self).data.annotations
     }
 }
@@ -89,6 +89,13 @@ actor EventLog {
     }
 
     var names: [String] { events.map(Self.name) }
+
+    /// The `didLoseChange` events' changes, in order.
+    var lostChanges: [InstantLostChange] {
+        events.compactMap { event in
+            if case .didLoseChange(_, let change) = event { change } else { nil }
+        }
+    }
 
     func clear() { events.removeAll() }
 

@@ -101,9 +101,7 @@ import Testing
             try b.editableDocument.update("shared", content: note("bob loses"))
             try await a.sync().result()
             try await b.sync().result()
-            let lost = await logB.events.compactMap { event -> InstantLostChange? in
-                if case .didLoseChange(_, let change) = event { change } else { nil }
-            }
+            let lost = await logB.lostChanges
             #expect(lost.count == 1)
             #expect(lost.first?.reason == .conflict)
             #expect(lost.first?.lostContent?["text"] == .string("bob loses"))
@@ -230,9 +228,7 @@ import Testing
             try await descriptor.download(usingJWT: token).result()
             try descriptor.editableDocument.add(note("not allowed", id: "r1"))
             try await descriptor.sync().result()
-            let lost = await log.events.compactMap { event -> InstantLostChange? in
-                if case .didLoseChange(_, let change) = event { change } else { nil }
-            }
+            let lost = await log.lostChanges
             #expect(lost.map(\.reason) == [.permissionDenied])
             #expect(lost.first?.winner == nil)
             // The local copy is the server's again: the refused note is gone.
@@ -252,9 +248,7 @@ import Testing
             try descriptor.editableDocument.add(note("small", id: "small"))
             try await descriptor.sync().result()
             try await descriptor.sync().result()
-            let lost = await log.events.compactMap { event -> InstantLostChange? in
-                if case .didLoseChange(_, let change) = event { change } else { nil }
-            }
+            let lost = await log.lostChanges
             #expect(lost.map(\.annotationID) == ["huge"])
             #expect(lost.first?.reason == .payloadLimitExceeded)
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["small"])

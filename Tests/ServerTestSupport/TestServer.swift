@@ -106,7 +106,7 @@ public struct TestServer: Sendable {
         body: Data? = nil
     ) async throws -> Reply {
         try await request(
-            method, "/i/v1/documents/\(Self.encode(document))/\(endpoint)",
+            method, "/i/v1/documents/\(PathEncoding.encode(document))/\(endpoint)",
             headers: [("Authorization", "Token token=\"\(token)\"")] + headers, body: body)
     }
 
@@ -122,15 +122,9 @@ public struct TestServer: Sendable {
     /// Uploads a PDF as `document`.
     @discardableResult
     public func upload(_ document: String, _ pdf: Data) async throws -> Reply {
-        try await api(.POST, "/documents?document_id=\(Self.encode(document))", body: pdf)
+        try await api(.POST, "/documents?document_id=\(PathEncoding.encode(document))", body: pdf)
     }
 
-    /// Percent-encodes everything but unreserved characters.
-    public static func encode(_ identifier: String) -> String {
-        identifier.addingPercentEncoding(
-            withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
-            ?? identifier
-    }
 }
 
 extension JSONDecoder {

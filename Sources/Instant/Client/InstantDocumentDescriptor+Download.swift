@@ -45,7 +45,10 @@ extension InstantDocumentDescriptor {
             _ = try await download.run()
             result = .success(())
         } catch {
-            result = .failure(Self.downloadError(error))
+            result = .failure(
+                InstantError(from: error, cancelled: "the download was cancelled") {
+                    InstantError(.requestFailed, ServerAPI.describe($0))
+                })
         }
         mutable.withLock {
             $0.download = nil
@@ -58,16 +61,6 @@ extension InstantDocumentDescriptor {
             }
         }
         return result
-    }
-
-    static func downloadError(_ error: any Error) -> InstantError {
-        switch error {
-        case let error as InstantError: error
-        case let failure as APIFailure: failure.instantError
-        case let error as StoreError: InstantError(error)
-        case is CancellationError: InstantError(.requestFailed, "the download was cancelled")
-        default: InstantError(.requestFailed, ServerAPI.describe(error))
-        }
     }
 
     /// A JWT for this descriptor: its document and layer, and the stored layer's user.

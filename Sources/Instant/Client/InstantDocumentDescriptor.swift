@@ -81,7 +81,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         case .clean, .dirty:
             // The open layer knows its pending changes exactly; the catalog's count is a
             // summary kept after each write.
-            if let layer, let pending = try? layer.pendingChanges() { return pending.isEmpty ? .clean : .dirty }
+            if let layer, let pending = try? layer.pendingChangeCount() { return pending == 0 ? .clean : .dirty }
             return local.state == .clean ? .clean : .dirty
         }
     }

@@ -35,7 +35,7 @@ public final class InstantDocument: Sendable {
         let pending: Set<String>
         let stored: [Annotation]
         do {
-            pending = Set(try layer.pendingChanges().map(\.annotationID))
+            pending = try layer.pendingAnnotationIDs()
             stored = try layer.annotations()
         } catch {
             throw try descriptorFailure(error)
@@ -50,8 +50,7 @@ public final class InstantDocument: Sendable {
         let layer = try openLayer()
         do {
             guard let stored = try layer.annotation(id: id) else { return nil }
-            let pending = try layer.pendingChanges().contains { $0.annotationID == id }
-            return try InstantAnnotation(stored, synced: !pending)
+            return try InstantAnnotation(stored, synced: !layer.pendingAnnotationIDs().contains(id))
         } catch let error as InstantError {
             throw error
         } catch {

@@ -112,30 +112,14 @@ struct ServerAPI: Sendable {
     ) -> HTTPClientRequest {
         var url = serverURL.absoluteString
         if !url.hasSuffix("/") { url += "/" }
-        url += "i/v1/documents/\(Self.encode(document))/\(endpoint)"
-        let items = query.compactMap { key, value in value.map { "\(key)=\(Self.encode($0))" } }.sorted()
+        url += "i/v1/documents/\(PathEncoding.encode(document))/\(endpoint)"
+        let items = query.compactMap { key, value in value.map { "\(key)=\(PathEncoding.encode($0))" } }.sorted()
         if !items.isEmpty { url += "?" + items.joined(separator: "&") }
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "Authorization", value: "Token token=\"\(jwt)\"")
         request.headers.add(name: ProtocolVersion.header, value: String(ProtocolVersion.current))
         return request
-    }
-
-    /// Percent-encodes everything but unreserved characters (docs/PROTOCOL.md).
-    static func encode(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                result += String(format: "%%%02X", byte)
-            }
-        }
-        return result
     }
 
     /// The server's error body as a refusal (a body that is not one still gives the status).

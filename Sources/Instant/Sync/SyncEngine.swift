@@ -135,7 +135,7 @@ actor SyncEngine {
                     willReceive: { await self.enter(.receivingChanges) })
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
-                if try !layer.pendingChanges().isEmpty { again = true }
+                if try layer.pendingChangeCount() > 0 { again = true }
             } while again
             retryAttempt = 0
             awaitingAuthentication = false
@@ -191,15 +191,12 @@ actor SyncEngine {
         _ = await startCycle()
     }
 
+    /// The cycle's error for `error`; a store failure is also told to the descriptor (a
+    /// removed layer lets go of its handle).
     static func instantError(_ error: any Error, _ descriptor: InstantDocumentDescriptor) -> InstantError {
-        switch error {
-        case let error as InstantError: return error
-        case let failure as APIFailure: return failure.instantError
-        case let error as StoreError:
-            descriptor.storeFailed(error)
-            return InstantError(error)
-        case is CancellationError: return InstantError(.requestFailed, "the sync was cancelled (stopSyncing)")
-        default: return InstantError(.unknown, "\(error)")
+        if let error = error as? StoreError { descriptor.storeFailed(error) }
+        return InstantError(from: error, cancelled: "the sync was cancelled (stopSyncing)") {
+            InstantError(.unknown, "\($0)")
         }
     }
 }

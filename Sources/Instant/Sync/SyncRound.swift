@@ -31,7 +31,7 @@ struct SyncRound {
     /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
-        let pending = Array(try layer.pendingChanges().prefix(batchLimit))
+        let pending = try layer.pendingChanges(limit: batchLimit)
         var meta = try layer.metadata()
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a

@@ -146,13 +146,30 @@ public final class LayerDatabase: Sendable {
         }
     }
 
-    /// The local changes not yet acknowledged by the server, oldest first.
-    public func pendingChanges() throws(StoreError) -> [PendingChange] {
-        try read { db in try LayerDatabase.fetchPending(db) }
+    /// The local changes not yet acknowledged by the server, oldest first (the first
+    /// `limit` of them, when given).
+    public func pendingChanges(limit: Int? = nil) throws(StoreError) -> [PendingChange] {
+        try read { db in try LayerDatabase.fetchPending(db, limit: limit) }
     }
 
-    static func fetchPending(_ db: Database) throws -> [PendingChange] {
-        try Row.fetchAll(db, sql: "SELECT * FROM pendingChange ORDER BY seq").map { row in
+    /// How many local changes wait for the server, without reading them.
+    public func pendingChangeCount() throws(StoreError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0 }
+    }
+
+    /// The annotations that have a local change waiting for the server.
+    public func pendingAnnotationIDs() throws(StoreError) -> Set<String> {
+        try read { db in
+            Set(
+                try Data.fetchAll(db, sql: "SELECT DISTINCT annotationId FROM pendingChange").map(
+                    String.init(storedBytes:)))
+        }
+    }
+
+    static func fetchPending(_ db: Database, limit: Int? = nil) throws -> [PendingChange] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM pendingChange ORDER BY seq LIMIT ?", arguments: [limit.map { Int64($0) } ?? -1]
+        ).map { row in
             guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
                 throw StoreError.corruptLayer(key: "", reason: "a pending change of unknown kind")
             }
