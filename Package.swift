@@ -131,6 +131,12 @@ let package = Package(
             dependencies: ["InstantStore"],
             path: "Tests/StoreWorker"
         ),
+        // A client the client's crash and concurrency tests drive and kill.
+        .executableTarget(
+            name: "instant-client-worker",
+            dependencies: ["Instant", "InstantProtocol"],
+            path: "Tests/ClientWorker"
+        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // A real server on a loopback port for the server's and the client's tests.
         .target(

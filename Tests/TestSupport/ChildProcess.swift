@@ -82,6 +82,9 @@ public final class ChildProcess: Sendable {
         }
     }
 
+    /// Whether the process has not exited yet.
+    public var isRunning: Bool { process.isRunning }
+
     /// Sends `signal` (such as `SIGTERM`).
     public func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 

@@ -31,8 +31,10 @@ struct LayerDownload {
 
     func run() async throws -> Report {
         let transferred = try await fetchPDF()
+        try Failpoint.check("download.afterPDF")
         try Task.checkCancellation()
         let snapshot = try await fetchSnapshot()
+        try Failpoint.check("download.afterSnapshot")
         try Task.checkCancellation()
         do {
             _ = try store.createLayer(

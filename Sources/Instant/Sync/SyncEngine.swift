@@ -130,9 +130,14 @@ actor SyncEngine {
                 try Task.checkCancellation()
                 let round = SyncRound(
                     api: api, layer: layer, document: descriptor.identifier, jwt: jwt, batchLimit: batchLimit)
+                // One process at a time syncs a layer: another one's round, applied in
+                // between ours, could move the cursor back under our answer.
+                let lock = try await Self.syncLock(client.store, layer)
+                defer { lock.release() }
                 let outcome = try await round.run(
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
+                try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try layer.pendingChangeCount() > 0 { again = true }
@@ -162,6 +167,17 @@ actor SyncEngine {
             if error.isRetryable && !Task.isCancelled { scheduleRetry(after: error) }
         }
         return result
+    }
+
+    /// Waits for the layer's sync lock, held by another process while it syncs the layer
+    /// (cancellable: `stopSyncing(true)` ends the wait).
+    static func syncLock(_ store: InstantStore, _ layer: LayerDatabase) async throws -> LayerSyncLock {
+        var wait = 5
+        while true {
+            if let lock = try store.trySyncLock(layer) { return lock }
+            try await Task.sleep(for: .milliseconds(wait))
+            wait = min(wait * 2, 100)
+        }
     }
 
     /// Moves the descriptor's state and tells the app, once per change.

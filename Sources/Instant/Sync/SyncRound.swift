@@ -44,6 +44,7 @@ struct SyncRound {
             throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
         }
         if !pending.isEmpty { await willSend() }
+        try Failpoint.check("sync.beforeSend")
         let request = SyncRequest(
             clientId: clientID, epoch: meta.epoch, baseRevision: meta.lastServerRevision,
             changes: try pending.map(Self.clientChange))
@@ -73,6 +74,8 @@ struct SyncRound {
         case .failure(let failure):
             throw failure
         }
+        // The server applied the request; a process killed here lost its answer.
+        try Failpoint.check("sync.afterSend")
         await willReceive()
         guard response.results.map(\.changeId) == pending.map(\.sequence) else {
             throw InstantError(
@@ -98,6 +101,7 @@ struct SyncRound {
                 acknowledgedThrough: finishes ? acknowledged : nil)
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
+            try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision
             switch await Self.attempt({ () async throws(APIFailure) in
                 try await api.changes(document: document, jwt: jwt, epoch: response.epoch, since: since, after: after)
@@ -159,6 +163,7 @@ struct SyncRound {
                 }
             }
             if restarted { continue }
+            try Failpoint.check("reset.beforeApply")
             try layer.applySnapshot(
                 records.map { ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision) },
                 revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)

@@ -9,6 +9,7 @@ import GRDB
 ///   blobs/sha256/ab/<hex>   one zstd frame per PDF, named by the SHA-256 of the PDF
 ///   layers/<key>.sqlite     one annotation database per layer
 ///   tmp/                    files being written, each under flock by its writer
+///   locks/<key>.lock        held (flock) by the one process syncing that layer
 ///   quarantine/             corrupt files set aside as evidence
 /// ```
 ///

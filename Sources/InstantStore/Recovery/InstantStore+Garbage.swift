@@ -110,7 +110,8 @@ extension InstantStore {
         try checkRemovalAllowed()
         var report = VerificationReport()
         try checkFiles(VerifyOptions(repair: true), &report)
-        return report.problems.filter { $0.fixed && $0.kind != .pendingTombstone }.count
+        let locks = try sweepSyncLocks()
+        return report.problems.filter { $0.fixed && $0.kind != .pendingTombstone }.count + locks
     }
 
     /// What prune sweeps on its way, reading `tmp/` only: temp files of dead writers, and
@@ -153,6 +154,8 @@ extension InstantStore {
             }
             swept.append("tmp/" + name)
         }
+        // The sync locks of layers that are gone: bookkeeping, not listed.
+        if !dryRun { _ = try sweepSyncLocks() }
         return swept
     }
 

@@ -100,6 +100,15 @@ final class POSIXFile: @unchecked Sendable {
         guard fsync(descriptor) == 0 else { throw .fromErrno("fsync", path) }
     }
 
+    /// Whether `path` names this open file now (same device and inode): false once the
+    /// name was removed or given to another file.
+    func isStill(at path: String) -> Bool {
+        var open = stat()
+        var named = stat()
+        guard fstat(descriptor, &open) == 0, lstat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
     func size() throws(StoreError) -> Int64 {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw .fromErrno("fstat", path) }

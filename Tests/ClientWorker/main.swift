@@ -1,0 +1,116 @@
+// A child process for the client's crash and concurrency tests: it runs one client
+// operation so a test can kill it at a failpoint (INSTANT_FAILPOINT) and look at what it
+// left, or run several side by side on one store. The JWT comes in INSTANT_JWT. Prints
+// "ok" when the operation returned. Not installed; not for users.
+//
+//   instant-client-worker download ROOT SERVER
+//   instant-client-worker add ROOT SERVER PREFIX COUNT       (offline: PREFIX-0 …, then an update of PREFIX-0)
+//   instant-client-worker sync ROOT SERVER                   (one cycle; prints lost=N)
+//   instant-client-worker sync-loop ROOT SERVER PREFIX COUNT (add one, sync, COUNT times)
+import Foundation
+import Instant
+import InstantProtocol
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 3, let server = URL(string: arguments[2]) else {
+    fail("usage: instant-client-worker COMMAND ROOT SERVER [ARGS…]")
+}
+guard let jwt = ProcessInfo.processInfo.environment["INSTANT_JWT"] else { fail("INSTANT_JWT is not set") }
+let command = arguments[0]
+let rest = Array(arguments.dropFirst(3))
+func argument(_ index: Int) -> String {
+    guard index < rest.count else { fail("\(command): missing argument \(index + 1)") }
+    return rest[index]
+}
+
+func note(_ text: String, id: String) -> JSONValue {
+    [
+        "v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [1, 2, 30, 40], "text": .string(text),
+        "id": .string(id),
+    ]
+}
+
+/// What `body` threw, as an `InstantError` (a `catch` with a pattern in async code crashes
+/// the Swift 6.3 compiler).
+func failure(_ body: () async throws -> Void) async -> InstantError? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error as? InstantError ?? InstantError(.unknown, "\(error)")
+    }
+}
+
+/// Counts the changes reported lost, as they are reported.
+actor LostCounter {
+    private(set) var count = 0
+    func add() { count += 1 }
+}
+
+do {
+    let client = try InstantClient(serverURL: server, storeRoot: URL(fileURLWithPath: arguments[1]))
+    client.retryPolicy = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
+    let descriptor = try client.documentDescriptor(forJWT: jwt)
+    descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+    let lost = LostCounter()
+    let events = client.events()
+    let watcher = Task {
+        for await event in events {
+            if case .didLoseChange(_, let change) = event {
+                await lost.add()
+                FileHandle.standardError.write(Data("lost \(change.annotationID): \(change.reason)\n".utf8))
+            }
+        }
+    }
+    switch command {
+    case "download":
+        try await descriptor.download(usingJWT: jwt).result()
+    case "add":
+        let document = descriptor.editableDocument
+        let count = Int(argument(1)) ?? 0
+        for index in 0..<count {
+            _ = try document.add(note("\(argument(0)) \(index)", id: "\(argument(0))-\(index)"))
+        }
+        if count > 0 { try document.update("\(argument(0))-0", content: note("updated", id: "\(argument(0))-0")) }
+    case "sync":
+        try await descriptor.sync().result()
+    case "sync-loop":
+        // Meant to run beside another loop and a pruning instantctl: a layer pruned while
+        // clean is downloaded again; a sync that finds it pruned has nothing left to send
+        // (the other loop sent our change: prune never removes a layer with one pending).
+        for index in 0..<(Int(argument(1)) ?? 0) {
+            let id = "\(argument(0))-\(index)"
+            while true {
+                let added = await failure {
+                    _ = try descriptor.editableDocument.add(note("\(argument(0)) \(index)", id: id))
+                }
+                guard let added else { break }
+                guard added.code == .invalidDocument else { throw added }
+                let downloaded = await failure { try await descriptor.download(usingJWT: jwt).result() }
+                if let downloaded, downloaded.code != .alreadyDownloaded { throw downloaded }
+                print("downloaded again")
+            }
+            if let synced = await failure({ try await descriptor.sync().result() }) {
+                guard synced.code == .invalidDocument else { throw synced }
+                print("pruned after \(id)")
+            } else {
+                print("synced \(id)")
+            }
+        }
+    default:
+        fail("unknown command \(command)")
+    }
+    // Events are delivered asynchronously: let the last ones in before counting.
+    try await Task.sleep(for: .milliseconds(50))
+    watcher.cancel()
+    print("lost=\(await lost.count)")
+    print("ok")
+    withExtendedLifetime(client) {}
+} catch {
+    fail("\(command): \(error)")
+}

@@ -1,0 +1,223 @@
+import Foundation
+import Instant
+import InstantProtocol
+import InstantServer
+import InstantStore
+import ServerTestSupport
+import TestSupport
+import Testing
+
+/// Kills a real client process (`instant-client-worker`) at each step of a download and a
+/// sync, then runs it again: no pending change is lost, none is applied twice (the
+/// server's revision counts every change it applied), and the store verifies clean.
+@Suite(.serialized) struct ClientCrashTests {
+    /// What a sync killed at a step leaves, with a multi-page answer (pages of 2) and, for
+    /// `reset.beforeApply`, a layer the server created again.
+    @Test(arguments: [
+        "sync.beforeSend", "sync.afterSend", "sync.betweenPages", "layer.beforeCommit", "sync.afterApply",
+        "reset.beforeApply",
+    ])
+    func syncKilled(failpoint: String) async throws {
+        try await TestServer.with(configure: { $0.pageLimits = PageLimits(records: 2) }) { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            // Another writer's five annotations, so the answer to our sync has pages.
+            let other = (0..<5).map {
+                ClientChange(changeId: Int64($0 + 1), kind: .create, id: "other-\($0)", content: note("o", id: nil))
+            }
+            _ = try await server.sync(
+                "doc", token: fixture.jwt,
+                SyncRequest(clientId: "another-client-0001", epoch: nil, baseRevision: 0, changes: other))
+            // The client takes them in (its cursor is now on the layer's own epoch), then
+            // makes three creates and an update offline.
+            try await fixture.expectOK("sync")
+            try await fixture.expectOK("add", "mine", "3")
+            var expected = ["mine-0", "mine-1", "mine-2"] + other.map(\.id)
+            // The server gives each batch it applies one new revision: theirs, then ours.
+            var batchesApplied: Int64 = 2
+            if failpoint == "reset.beforeApply" {
+                // The layer is made again on the server: the next sync resets from a snapshot.
+                #expect(try await server.api(.DELETE, "/documents/doc/layers/L").status < 300)
+                #expect(try await server.api(.POST, "/documents/doc/layers", json: #"{"name": "L"}"#).status < 300)
+                expected = ["mine-0", "mine-1", "mine-2"]
+                batchesApplied = 1
+            }
+            let killed = try await fixture.run("sync", failpoint: failpoint)
+            #expect(killed.ending.signalled, "the sync should die at \(failpoint): \(killed.output) \(killed.error)")
+
+            let again = try await fixture.run("sync")
+            #expect(again.ending.status == 0, "\(again.error)")
+            #expect(again.output.contains("lost=0"), "no change may be lost or refused as a duplicate: \(again.error)")
+            try await fixture.expectServer(holds: expected.sorted(), updated: "mine-0", revision: batchesApplied)
+            try fixture.expectLocal(holds: expected.sorted())
+        }
+    }
+
+    /// What a download killed at a step leaves: downloading again completes it, and the
+    /// store verifies clean once repair has swept what the dead process left (orphans,
+    /// dead temp files), never anything that held data.
+    @Test(arguments: [
+        "blob.beforeCommit", "blob.afterRename", "download.afterPDF", "download.afterSnapshot", "layer.afterRename",
+        "layer.afterInsert",
+    ])
+    func downloadKilled(failpoint: String) async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let killed = try await fixture.run("download", failpoint: failpoint)
+            #expect(killed.ending.signalled, "the download should die at \(failpoint): \(killed.error)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let leftovers = try store.verify(VerifyOptions(deep: true)).remaining
+            let harmless: Set<Problem.Kind> = [.orphanFile, .deadTempFile, .pendingTombstone]
+            #expect(leftovers.allSatisfy { harmless.contains($0.kind) }, "\(leftovers)")
+
+            try await fixture.expectOK("download")
+            try await fixture.expectOK("add", "mine", "1")
+            try await fixture.expectOK("sync")
+            try await fixture.expectServer(holds: ["mine-0"], updated: "mine-0", revision: 1)
+            try fixture.expectLocal(holds: ["mine-0"])
+        }
+    }
+}
+
+/// A store root, a document "doc" with a layer "L" on the test server, and the worker.
+struct WorkerFixture {
+    let server: TestServer
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-worker-\(UUID())")
+    let jwt: String
+
+    init(server: TestServer) async throws {
+        self.server = server
+        try await server.upload("doc", samplePDF())
+        jwt = try await server.token(document: "doc", layer: "L", user: "ana")
+    }
+
+    func removeRoot() { try? FileManager.default.removeItem(at: root) }
+
+    struct Run {
+        var ending: ChildProcess.Ending
+        var output: String
+        var error: String
+    }
+
+    /// Starts the worker without waiting for it.
+    func start(_ command: String, _ arguments: String..., failpoint: String? = nil) throws -> ChildProcess {
+        try start(command, arguments, failpoint: failpoint)
+    }
+
+    func start(_ command: String, _ arguments: [String], failpoint: String? = nil) throws -> ChildProcess {
+        var environment = ProcessInfo.processInfo.environment
+        environment["INSTANT_JWT"] = jwt
+        environment["INSTANT_FAILPOINT"] = failpoint
+        return try ChildProcess(
+            Executables.url("instant-client-worker"), [command, root.path, server.base] + arguments,
+            environment: environment)
+    }
+
+    /// Runs the worker to its end.
+    func run(_ command: String, _ arguments: String..., failpoint: String? = nil) async throws -> Run {
+        let child = try start(command, arguments, failpoint: failpoint)
+        let ending = try await child.exit(within: .seconds(60))
+        return Run(ending: ending, output: child.standardOutput, error: child.standardError)
+    }
+
+    func expectOK(_ command: String, _ arguments: String..., sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
+        let child = try start(command, arguments)
+        let ending = try await child.exit(within: .seconds(60))
+        let run = Run(ending: ending, output: child.standardOutput, error: child.standardError)
+        #expect(
+            run.ending.status == 0 && run.output.contains("ok"), "\(command): \(run.error)",
+            sourceLocation: sourceLocation)
+    }
+
+    /// The server holds exactly `ids`, `updated` carries the update, and its revision
+    /// counts exactly the batches expected: the server gives each batch it applies one
+    /// new revision, so a batch applied twice would add one (a replay adds none).
+    func expectServer(
+        holds ids: [String], updated: String, revision: Int64, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let list = try await server.api(.GET, "/documents/doc/layers/L/annotations").json(AnnotationList.self)
+        #expect(list.data.annotations.map(\.id).sorted() == ids, sourceLocation: sourceLocation)
+        let record = list.data.annotations.first { $0.id == updated }
+        #expect(record?.content["text"] == .string("updated"), sourceLocation: sourceLocation)
+        let probe = try await server.sync(
+            "doc", token: jwt, SyncRequest(clientId: "probe-\(UUID())", epoch: nil, baseRevision: 0, changes: []))
+        #expect(probe.revision == revision, "batches applied by the server", sourceLocation: sourceLocation)
+    }
+
+    /// The local layer holds exactly `ids`, nothing pending, and the store verifies clean
+    /// (deep) once repair has swept a dead process's leftovers.
+    func expectLocal(holds ids: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let store = try InstantStore(root: root)
+        defer { store.close() }
+        let layer = try store.openLayer(tenant: TenantURL(server.base), document: "doc", layer: "L")
+        defer { layer.close() }
+        #expect(try layer.pendingChangeCount() == 0, sourceLocation: sourceLocation)
+        #expect(try layer.annotations().map(\.id) == ids, sourceLocation: sourceLocation)
+        _ = try store.verify(VerifyOptions(repair: true))
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.isClean, "\(report.remaining)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Several processes on one store: a layer's sync is held by one process at a time, and
+/// neither a second syncing process nor `instantctl prune` loses or doubles a change.
+@Suite(.serialized) struct ClientProcessesTests {
+    @Test func aSyncWaitsForTheProcessHoldingTheLayersSyncLock() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            try await fixture.expectOK("add", "mine", "1")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let layer = try store.openLayer(tenant: TenantURL(server.base), document: "doc", layer: "L")
+            defer { layer.close() }
+            let held = try #require(try store.trySyncLock(layer))
+            #expect(try store.trySyncLock(layer) == nil, "the lock is exclusive, within a process too")
+
+            let child = try fixture.start("sync")
+            try await Task.sleep(for: .seconds(1))
+            #expect(!child.standardOutput.contains("ok"), "the sync must wait for the lock")
+            #expect(try layer.pendingChangeCount() == 2, "nothing was sent or applied meanwhile")
+            held.release()
+            let ending = try await child.exit(within: .seconds(60))
+            #expect(ending.status == 0 && child.standardOutput.contains("lost=0"), "\(child.standardError)")
+            #expect(try layer.pendingChangeCount() == 0)
+            try await fixture.expectServer(holds: ["mine-0"], updated: "mine-0", revision: 1)
+        }
+    }
+
+    @Test func twoProcessesSyncingOneLayerWhilePruneRunsLoseNothing() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            let count = 12
+            let loops = try ["a", "b"].map { try fixture.start("sync-loop", $0, String(count)) }
+            // `instantctl prune` with a budget no layer fits: it removes the layer whenever
+            // it is clean, never while a change waits.
+            var prunes = 0
+            while loops.contains(where: \.isRunning) {
+                let prune = try ChildProcess(
+                    Executables.url("instantctl"), ["prune", "--root", fixture.root.path, "--max-size", "1B", "--json"])
+                let ending = try await prune.exit(within: .seconds(60))
+                #expect(ending.status == 0, "\(prune.standardError)")
+                prunes += 1
+            }
+            for loop in loops {
+                let ending = try await loop.exit(within: .seconds(120))
+                #expect(ending.status == 0, "\(loop.standardError)")
+                #expect(loop.standardOutput.contains("lost=0"), "\(loop.standardError)")
+            }
+            #expect(prunes > 0)
+            let ids = (0..<count).flatMap { ["a-\($0)", "b-\($0)"] }.sorted()
+            let list = try await server.api(.GET, "/documents/doc/layers/L/annotations").json(AnnotationList.self)
+            #expect(list.data.annotations.map(\.id).sorted() == ids, "every change reached the server once")
+        }
+    }
+}
