@@ -115,6 +115,19 @@ let package = Package(
             dependencies: ["InstantStore", "BenchmarkSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/StoreBenchmark"
         ),
+        // The client against a live server: download vs curl, creates vs raw SQLite, sync, A→B latency.
+        .executableTarget(
+            name: "client-benchmark",
+            dependencies: [
+                "Instant", "InstantProtocol", "InstantServer", "BenchmarkSupport",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Benchmarks/ClientBenchmark"
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: ["InstantStore", .product(name: "GRDB", package: "GRDB.swift")],

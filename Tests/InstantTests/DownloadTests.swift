@@ -6,23 +6,26 @@ import ServerTestSupport
 import Testing
 
 @Suite struct DownloadTests {
-    /// The PDF is large next to everything else a download moves (JWT-authenticated JSON).
+    /// The PDF is large next to everything else a download moves (JWT-authenticated JSON),
+    /// and does not compress: the frame the server sends is about as large.
     static let pdfSize = 2_000_000
 
     @Test func noPDFByteMovesTwice() async throws {
         try await ClientHarness.with { h in
-            let pdf = samplePDF(Self.pdfSize)
+            let pdf = incompressiblePDF(Self.pdfSize)
             try await h.server.upload("doc", pdf)
             try await h.server.upload("copy", pdf)
             let client = try h.client()
             let before = h.proxy.bytesFromServer
             let first = try await h.downloaded(client, "doc")
             #expect(h.proxy.bytesFromServer - before >= Self.pdfSize)
+            #expect(first.lastDownload?.pdfBytesTransferred ?? 0 >= Int64(Self.pdfSize))
 
             // A second layer of the same document.
             var mark = h.proxy.bytesFromServer
-            _ = try await h.downloaded(client, "doc", layer: "review")
+            let second = try await h.downloaded(client, "doc", layer: "review")
             #expect(h.proxy.bytesFromServer - mark < 20_000)
+            #expect(second.lastDownload?.pdfBytesTransferred == 0)
 
             // Another document with the same PDF.
             mark = h.proxy.bytesFromServer
@@ -48,7 +51,7 @@ import Testing
 
     @Test func aBrokenTransferResumesWhereItStopped() async throws {
         try await ClientHarness.with { h in
-            let pdf = samplePDF(Self.pdfSize)
+            let pdf = incompressiblePDF(Self.pdfSize)
             try await h.server.upload("doc", pdf)
             let client = try h.client()
             let token = try await h.jwt("doc")
@@ -71,9 +74,59 @@ import Testing
         }
     }
 
+    /// The server's zstd frame is stored as it is: the client's blob file is the server's,
+    /// byte for byte, and only the frame crossed the network.
+    @Test func aCompressedPDFIsStoredAsTheServersFrame() async throws {
+        try await ClientHarness.with { h in
+            let pdf = samplePDF(Self.pdfSize)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let moved = try #require(descriptor.lastDownload?.pdfBytesTransferred)
+            #expect(moved < Int64(Self.pdfSize / 4), "the frame, not the PDF")
+            let store = try InstantStore(root: h.root)
+            let stored = try #require(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            let relative = "blobs/sha256/\(stored.sha256.hex.prefix(2))/\(stored.sha256.hex)"
+            let mine = try Data(contentsOf: h.root.appendingPathComponent(relative))
+            let servers = try Data(contentsOf: h.server.dataDirectory.appendingPathComponent("pdfs/" + relative))
+            #expect(mine == servers, "never compressed again")
+            #expect(Int64(mine.count) == moved)
+            var read = Data()
+            try store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
+            #expect(read == pdf)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// A compressed transfer cut in the middle moves as few bytes again as it can: a frame
+    /// much smaller than the PDF is asked for again whole (the rest of the PDF would be
+    /// more); a frame about as large as the PDF goes on as plain bytes from the PDF offset
+    /// it reached (`aBrokenTransferResumesWhereItStopped`).
+    @Test func aBrokenSmallFrameIsAskedForAgainWhole() async throws {
+        try await ClientHarness.with { h in
+            let pdf = samplePDF(Self.pdfSize)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            h.proxy.cutNextResponse(after: 100_000)
+            let before = h.proxy.bytesFromServer
+            try await descriptor.download(usingJWT: token).result()
+            let moved = h.proxy.bytesFromServer - before
+            let store = try InstantStore(root: h.root)
+            let stored = try #require(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            #expect(moved > 100_000, "the cut happened in the frame")
+            #expect(moved < 100_000 + Int(stored.storedSize) + 20_000, "the frame again, not the rest of the PDF")
+            var read = Data()
+            try store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
+            #expect(read == pdf)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
     @Test func bytesThatDoNotMatchTheETagFailAndLeaveNothing() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF(Self.pdfSize))
+            try await h.server.upload("doc", incompressiblePDF(Self.pdfSize))
             let client = try h.client()
             let log = await EventLog.recording(client)
             let token = try await h.jwt("doc")

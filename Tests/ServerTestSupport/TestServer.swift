@@ -153,6 +153,19 @@ public func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {
     return data.prefix(size)
 }
 
+/// A PDF whose bytes do not compress (as most of a real PDF's do not: its streams are
+/// compressed already), so its zstd frame is about as large as the PDF.
+public func incompressiblePDF(_ size: Int, seed: UInt64 = 1) -> Data {
+    var data = Data("%PDF-1.7\n".utf8)
+    data.reserveCapacity(size + 8)
+    var state = seed &+ 0x9E37_79B9_7F4A_7C15
+    while data.count < size {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        withUnsafeBytes(of: state ^ (state >> 29)) { data.append(contentsOf: $0) }
+    }
+    return data.prefix(size)
+}
+
 /// `GET /api/…/annotations`.
 public struct AnnotationList: Decodable {
     public struct Page: Decodable {

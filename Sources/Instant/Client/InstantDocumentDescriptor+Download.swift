@@ -6,6 +6,9 @@ extension InstantDocumentDescriptor {
     /// or nil when no download runs. Cancelling it cancels the download.
     public var downloadProgress: Progress? { mutable.withLock { $0.progress } }
 
+    /// What the last download that finished moved (nil before one finished here).
+    public var lastDownload: InstantDownloadReport? { mutable.withLock { $0.lastDownload } }
+
     /// Downloads the layer with `jwt`: the PDF (unless the store holds it intact already,
     /// for any document or server) and the layer's annotations. Returns at once; the
     /// outcome comes as `didFinishDownload` or `didFailDownload`, and from the returned
@@ -42,7 +45,8 @@ extension InstantDocumentDescriptor {
     private func runDownload(_ download: LayerDownload) async -> Result<Void, InstantError> {
         let result: Result<Void, InstantError>
         do {
-            _ = try await download.run()
+            let report = try await download.run()
+            mutable.withLock { $0.lastDownload = report }
             result = .success(())
         } catch {
             result = .failure(

@@ -47,6 +47,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var delay: TimeInterval = 1
         var download: InstantOperation?
         var progress: Progress?
+        var lastDownload: InstantDownloadReport?
         var reauthenticating = false
     }
 

@@ -8,9 +8,11 @@ import NIOCore
 /// intact (for this document, another one, or another server), then the layer's snapshot,
 /// which appears in the store with its PDF reference in one catalog transaction.
 ///
-/// The PDF streams into the store (hashed and compressed as it arrives, memory bounded by
-/// the chunk size); bytes that do not match the server's ETag leave nothing behind; a
-/// transfer the network breaks resumes where it stopped, with `Range`.
+/// The PDF streams into the store in bounded memory: with `Accept-Encoding: zstd`, the
+/// server's stored frame is kept as it is (never compressed again; decompressed only to
+/// check it); otherwise the PDF is hashed and compressed as it arrives. Bytes that do not
+/// match the server's ETag leave nothing behind; a transfer the network breaks resumes
+/// where it stopped, with `Range`.
 struct LayerDownload {
     let api: ServerAPI
     let store: InstantStore
@@ -23,13 +25,7 @@ struct LayerDownload {
     /// How many times a broken transfer is resumed before the download fails.
     var maxResumes = 5
 
-    /// What the download moved.
-    struct Report: Sendable {
-        /// PDF bytes that came over the network (0 when the store had them).
-        var pdfBytesTransferred: Int64
-    }
-
-    func run() async throws -> Report {
+    func run() async throws -> InstantDownloadReport {
         let transferred = try await fetchPDF()
         try Failpoint.check("download.afterPDF")
         try Task.checkCancellation()
@@ -44,7 +40,7 @@ struct LayerDownload {
             throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
         }
         progress.completedUnitCount = progress.totalUnitCount
-        return Report(pdfBytesTransferred: transferred)
+        return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: snapshot.records.count)
     }
 
     // MARK: PDF
@@ -54,38 +50,109 @@ struct LayerDownload {
         if let local = try store.intactPDF(tenant: tenant, document: document) {
             // The server answers 304 if the document's PDF is still this one.
             let response = try await api.pdf(
-                document: document, jwt: jwt.token, ifNoneMatch: local.sha256.hex, from: nil, zstd: false)
+                document: document, jwt: jwt.token, ifNoneMatch: local.sha256.hex, from: nil, zstd: true)
             if response.status == .notModified { return 0 }
             return try await ingest(response)
         }
         // Learn the PDF's hash without its bytes: another document or server may have it.
-        let probe = try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: "*", from: nil, zstd: false)
+        let probe = try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: "*", from: nil, zstd: true)
         if probe.status == .notModified {
             if let hash = Self.etag(probe), try store.attachIntactPDF(hash, tenant: tenant, document: document) {
                 return 0
             }
             let response = try await api.pdf(
-                document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: false)
+                document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true)
             return try await ingest(response)
         }
         return try await ingest(probe)
     }
 
-    /// Streams a 200's body into the store, resuming with `Range` when the transfer breaks.
-    private func ingest(_ response: HTTPClientResponse) async throws -> Int64 {
+    /// Streams a 200's body into the store: the server's zstd frame as it is when it sent
+    /// one (`Content-Encoding: zstd`), else the PDF's bytes. A transfer the network breaks
+    /// resumes with `Range` from the PDF offset reached (a broken frame goes on as plain
+    /// bytes: ranges are of the PDF). Returns the bytes that came over the network.
+    private func ingest(_ response: HTTPClientResponse, resumes: Int = 0, frameAllowed: Bool = true) async throws
+        -> Int64
+    {
         guard response.status == .ok else {
             throw InstantError(.invalidServerData, "the PDF download answered \(response.status.code)")
         }
         guard let hash = Self.etag(response) else {
             throw InstantError(.invalidServerData, "the PDF download came without an ETag (its SHA-256)")
         }
-        let size = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
-        if let size, size < Int64.max { progress.totalUnitCount = size + 1 }  // the last unit: the snapshot
-        let body = ResumingBody(first: response, hash: hash, size: size, download: self)
-        let stored = try await store.ingestPDF(
-            tenant: tenant, document: document, chunks: body, expectedSize: size, expectedHash: hash)
-        _ = stored
-        return body.received.value
+        let encoding = response.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
+        guard encoding == "identity" || (encoding == "zstd" && frameAllowed) else {
+            throw InstantError(.invalidServerData, "the PDF came with Content-Encoding \(encoding), not asked for")
+        }
+        // The length of what this response carries: the frame, or the PDF.
+        var length = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let length, length < Int64.max { progress.totalUnitCount = length + 1 }  // the last unit: the snapshot
+        let ingest = try store.beginPDFIngest(zstdFrame: encoding == "zstd", expectedSize: length, expectedHash: hash)
+        var body = response.body.makeAsyncIterator()
+        var taken: Int64 = 0  // of this response's representation (frame or PDF)
+        var received: Int64 = 0
+        var resumes = resumes
+        do {
+            while true {
+                let next: ByteBuffer?
+                do {
+                    next = try await body.next()
+                    if next == nil, let length, taken < length { throw Truncated() }
+                } catch {
+                    try Task.checkCancellation()
+                    // Every announced byte arrived (the connection failed as it closed).
+                    if let length, taken >= length { break }
+                    guard length != nil, resumes < maxResumes else {
+                        throw InstantError(
+                            .requestFailed,
+                            "the PDF download broke after \(received) bytes: \(ServerAPI.describe(error))")
+                    }
+                    resumes += 1
+                    if ingest.isFrame, let frame = length, let size = ingest.announcedPDFSize,
+                        frame < size - ingest.pdfOffset
+                    {
+                        // The whole frame again is less than the rest of the PDF: start over.
+                        ingest.discard()
+                        try await Task.sleep(for: retryPolicy.delay(attempt: resumes))
+                        let again = try await api.pdf(
+                            document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true)
+                        guard Self.etag(again) == hash else {
+                            throw InstantError(
+                                .invalidServerData, "the PDF changed on the server during the download: download again")
+                        }
+                        return received + (try await self.ingest(again, resumes: resumes))
+                    }
+                    if ingest.isFrame {
+                        length = try await ingest.continueWithPlainBytes()
+                        if let length, length < Int64.max { progress.totalUnitCount = length + 1 }
+                    }
+                    taken = ingest.pdfOffset
+                    body = try await resume(at: taken, hash: hash, attempt: resumes).body.makeAsyncIterator()
+                    continue
+                }
+                guard let buffer = next else { break }
+                try buffer.withUnsafeReadableBytes { try ingest.append($0) }
+                taken += Int64(buffer.readableBytes)
+                received += Int64(buffer.readableBytes)
+                progress.completedUnitCount = taken
+            }
+            _ = try await ingest.commit(tenant: tenant, document: document)
+        } catch {
+            ingest.discard()
+            if ingest.isFrame, (error as? StoreError)?.code == "compression_failure" {
+                // A frame the store cannot keep as it is (no content size or checksum in
+                // its header): ask for the plain PDF, which the store compresses itself.
+                let plain = try await api.pdf(
+                    document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: false)
+                return received + (try await self.ingest(plain, resumes: resumes, frameAllowed: false))
+            }
+            throw error
+        }
+        return received
+    }
+
+    private struct Truncated: Error, CustomStringConvertible {
+        var description: String { "the connection closed before the announced length" }
     }
 
     /// The SHA-256 in an `ETag: "<hex>"` header.
@@ -96,8 +163,8 @@ struct LayerDownload {
         return BlobHash(hex: value)
     }
 
-    /// Asks again for the bytes from `offset` on, after a break.
-    func resume(at offset: Int64, hash: BlobHash, attempt: Int) async throws -> HTTPClientResponse {
+    /// Asks again for the PDF's bytes from `offset` on, after a break.
+    private func resume(at offset: Int64, hash: BlobHash, attempt: Int) async throws -> HTTPClientResponse {
         try await Task.sleep(for: retryPolicy.delay(attempt: attempt))
         let response = try await api.pdf(
             document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: false)

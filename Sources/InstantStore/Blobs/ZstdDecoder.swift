@@ -7,12 +7,18 @@ final class ZstdDecoder {
     private(set) var frameComplete = false
     private let name: String
 
-    /// - Parameter name: the blob's hash, for error messages.
-    init(name: String) throws(StoreError) {
+    /// - Parameters:
+    ///   - name: the blob's hash, for error messages.
+    ///   - maxWindowLog: refuse frames whose window is larger than 2^this bytes (zstd's
+    ///     default allows 128 MiB): for frames from outside the store.
+    init(name: String, maxWindowLog: Int32? = nil) throws(StoreError) {
         guard let context = ZSTD_createDCtx() else { throw .compression(reason: "out of memory") }
         self.context = context
         self.name = name
         output = .allocate(byteCount: ZSTD_DStreamOutSize() * 8, alignment: 16)
+        if let maxWindowLog, ZSTD_isError(ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, maxWindowLog)) != 0 {
+            throw .compression(reason: "zstd refused a window limit of 2^\(maxWindowLog)")
+        }
     }
 
     deinit {

@@ -43,21 +43,16 @@ extension InstantStore {
         expectedHash: BlobHash? = nil
     ) async throws -> StoredPDF where Chunks.Element: ContiguousBytes {
         try Identifier.validate(document, what: "document identifier")
-        let writer = try BlobWriter(layout: layout, expectedSize: expectedSize)
+        let ingest = try beginPDFIngest(expectedSize: expectedSize, expectedHash: expectedHash)
         do {
             for try await chunk in chunks {
-                try chunk.withUnsafeBytes { try writer.append($0) }
+                try chunk.withUnsafeBytes { try ingest.append($0) }
             }
         } catch {
-            writer.discard()
+            ingest.discard()
             throw error
         }
-        // The last batch, the fsyncs and the catalog transaction block: they run on a
-        // dispatch queue, so the calling task holds no thread of Swift's cooperative pool.
-        let handoff = Handoff(writer)
-        return try await Offload.run {
-            try self.commit(try handoff.value.finish(expectedHash: expectedHash), tenant: tenant, document: document)
-        }
+        return try await ingest.commit(tenant: tenant, document: document)
     }
 
     /// Renames the staged blob into `blobs/` and points the document at it, in one catalog

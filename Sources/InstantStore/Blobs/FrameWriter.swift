@@ -1,0 +1,132 @@
+import CZstd
+import Crypto
+import Foundation
+
+/// Stores a zstd frame that arrives already compressed (a server's stored frame, sent
+/// with `Content-Encoding: zstd`) as it is: the bytes go to a temp file in `tmp/`
+/// unchanged, and are decompressed only to hash and count the PDF, never compressed again.
+///
+/// The frame must be what the store keeps itself: one frame, its content size in the
+/// header, a content checksum at the end (checked as it is decompressed), and a window of
+/// at most 8 MiB, so a hostile frame cannot make decompression take more memory.
+final class FrameWriter {
+    private let layout: StoreLayout
+    private let file: POSIXFile
+    private let decoder: ZstdDecoder
+    private var hasher = SHA256()
+    private let expectedFrameSize: Int64?
+    private var written: Int64 = 0
+    private(set) var size: Int64 = 0
+    private var finished = false
+    private var headerChecked = false
+
+    init(layout: StoreLayout, expectedFrameSize: Int64?) throws(StoreError) {
+        self.layout = layout
+        self.expectedFrameSize = expectedFrameSize
+        decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
+        file = try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob"))
+    }
+
+    deinit { if !finished { discard() } }
+
+    /// Writes the next bytes of the frame, and hashes what they decompress to.
+    func append(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        do throws(StoreError) {
+            written += Int64(bytes.count)
+            if let expectedFrameSize, written > expectedFrameSize {
+                throw StoreError.sizeMismatch(expected: expectedFrameSize, actual: written)
+            }
+            try file.write(bytes)
+            file.startWriteback(offset: written - Int64(bytes.count), count: bytes.count)
+            // A frame the store could not keep is refused as soon as its header is in, so
+            // the caller can ask for plain bytes before the whole frame has come.
+            if !headerChecked, written >= 18 {
+                try checkHeader()
+                headerChecked = true
+            }
+            try decoder.decompress(bytes) { (piece) throws(StoreError) in
+                hasher.update(bufferPointer: piece)
+                size += Int64(piece.count)
+            }
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    /// Checks the frame (complete, its header's size, checksum and hash): the result is
+    /// ready to be synced and committed. On any error the temp file is gone.
+    func finish(expectedHash: BlobHash?) throws(StoreError) -> StagedBlob {
+        do throws(StoreError) {
+            if let expectedFrameSize, written != expectedFrameSize {
+                throw StoreError.sizeMismatch(expected: expectedFrameSize, actual: written)
+            }
+            try decoder.finish()
+            if size == 0 { throw StoreError.emptyPDF }
+            try checkHeader()
+            guard announcedContentSize == size else {
+                throw StoreError.compression(reason: "the zstd frame's header announces another size than it holds")
+            }
+            let hash = BlobHash(digest: hasher.finalize())
+            if let expectedHash, expectedHash != hash {
+                throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
+            }
+            finished = true
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: written)
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
+    /// Refuses a frame whose header does not record its content size and checksum.
+    private func checkHeader() throws(StoreError) {
+        guard let header = ZstdFrameHeader(try file.read(count: 18, at: 0)), header.hasChecksum,
+            header.contentSize != nil
+        else {
+            throw StoreError.compression(
+                reason: "the zstd frame does not record its content size and checksum as the store needs")
+        }
+    }
+
+    /// The PDF size the frame's header announces, once the header has arrived.
+    var announcedContentSize: Int64? {
+        guard let header = try? file.read(count: 18, at: 0), let parsed = ZstdFrameHeader(header) else { return nil }
+        return parsed.contentSize.flatMap { Int64(exactly: $0) }
+    }
+
+    /// Hands `sink` the PDF bytes the frame received so far decompresses to: exactly
+    /// ``size`` bytes, decompressed again from the temp file.
+    func replay(into sink: (UnsafeRawBufferPointer) throws(StoreError) -> Void) throws(StoreError) {
+        let decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
+        let reader = try POSIXFile.open(file.path, flags: O_RDONLY)
+        var offset: Int64 = 0
+        var produced: Int64 = 0
+        while offset < written {
+            let chunk = try reader.read(count: Int(min(1 << 20, written - offset)), at: offset)
+            if chunk.isEmpty { break }
+            offset += Int64(chunk.count)
+            let decoded = chunk.withUnsafeBytes { input in
+                Result { () throws(StoreError) in
+                    try decoder.decompress(input) { (piece) throws(StoreError) in
+                        let wanted = Int(min(Int64(piece.count), size - produced))
+                        guard wanted > 0 else { return }
+                        try sink(UnsafeRawBufferPointer(rebasing: piece[0..<wanted]))
+                        produced += Int64(wanted)
+                    }
+                }
+            }
+            try decoded.get()
+        }
+        guard produced == size else {
+            throw .compression(reason: "the frame decompressed to \(produced) bytes again, not \(size)")
+        }
+    }
+
+    /// Removes the temp file; used on every failure path.
+    func discard() {
+        finished = true
+        try? FileSystem.remove(file.path)
+        file.close()
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// A PDF arriving over the network, stored as it comes: plain PDF bytes (hashed and
+/// compressed as they arrive), or the server's zstd frame (kept as it is, never compressed
+/// again). A frame transfer that breaks can go on as plain bytes from the PDF offset it
+/// reached (``continueWithPlainBytes()``), so a resumed download moves no byte twice.
+///
+/// Get one from ``InstantStore/beginPDFIngest(zstdFrame:expectedSize:expectedHash:)``; use
+/// it from one task at a time. Nothing is left behind unless ``commit(tenant:document:)``
+/// succeeds.
+///
+/// ```swift
+/// let ingest = try store.beginPDFIngest(zstdFrame: true, expectedSize: frameLength, expectedHash: etag)
+/// for try await chunk in body { try chunk.withUnsafeReadableBytes { try ingest.append($0) } }
+/// // … the connection broke: ask for bytes=\(ingest.pdfOffset)- without compression, then
+/// try ingest.continueWithPlainBytes()
+/// let stored = try await ingest.commit(tenant: tenant, document: "report")
+/// ```
+public final class PDFIngest: @unchecked Sendable {
+    // @unchecked: used by one task at a time, as documented; the writers are not shared.
+    private enum Mode {
+        case plain(BlobWriter)
+        case frame(FrameWriter)
+    }
+
+    private let store: InstantStore
+    private let expectedHash: BlobHash?
+    private var mode: Mode
+
+    init(store: InstantStore, zstdFrame: Bool, expectedSize: Int64?, expectedHash: BlobHash?) throws(StoreError) {
+        self.store = store
+        self.expectedHash = expectedHash
+        mode =
+            zstdFrame
+            ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize))
+            : .plain(try BlobWriter(layout: store.layout, expectedSize: expectedSize))
+    }
+
+    /// Whether the bytes appended are a zstd frame.
+    public var isFrame: Bool {
+        if case .frame = mode { return true }
+        return false
+    }
+
+    /// PDF bytes taken so far (for a frame, what its bytes so far decompress to): where a
+    /// transfer of plain bytes resumes.
+    public var pdfOffset: Int64 {
+        switch mode {
+        case .plain(let writer): writer.size
+        case .frame(let writer): writer.size
+        }
+    }
+
+    /// The PDF's size as the frame's header announces it (nil for plain bytes, or before
+    /// the header arrived).
+    public var announcedPDFSize: Int64? {
+        guard case .frame(let writer) = mode else { return nil }
+        return writer.announcedContentSize
+    }
+
+    /// Stores the next bytes (of the frame, or of the PDF).
+    public func append(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        switch mode {
+        case .plain(let writer): try writer.append(bytes)
+        case .frame(let writer): try writer.append(bytes)
+        }
+    }
+
+    /// Goes on with plain PDF bytes from ``pdfOffset``: the frame received so far is
+    /// decompressed once more into a new compressed file, the bytes that follow join it.
+    /// Returns the PDF's size when the frame's header told it. Blocking work: it runs off
+    /// Swift's cooperative pool.
+    @discardableResult
+    public func continueWithPlainBytes() async throws -> Int64? {
+        guard case .frame(let frame) = mode else { return nil }
+        let layout = store.layout
+        let handoff = Handoff(frame)
+        let (writer, size) = try await Offload.run { () throws -> (Handoff<BlobWriter>, Int64?) in
+            let frame = handoff.value
+            let size = frame.announcedContentSize
+            let writer = try BlobWriter(layout: layout, expectedSize: size)
+            do {
+                try frame.replay { (bytes) throws(StoreError) in try writer.append(bytes) }
+            } catch {
+                writer.discard()
+                throw error
+            }
+            return (Handoff(writer), size)
+        }
+        frame.discard()
+        mode = .plain(writer.value)
+        return size
+    }
+
+    /// Checks the bytes (length, hash, frame) and makes the PDF the document's, in one
+    /// catalog transaction. On any error nothing is left behind.
+    public func commit(tenant: TenantURL, document: String) async throws -> StoredPDF {
+        try Identifier.validate(document, what: "document identifier")
+        let (store, expectedHash) = (self.store, self.expectedHash)
+        let handoff = Handoff(mode)
+        // The last batch, the fsyncs and the catalog transaction block: they run off
+        // Swift's cooperative pool.
+        return try await Offload.run {
+            let staged =
+                switch handoff.value {
+                case .plain(let writer): try writer.finish(expectedHash: expectedHash)
+                case .frame(let writer): try writer.finish(expectedHash: expectedHash)
+                }
+            return try store.commit(staged, tenant: tenant, document: document)
+        }
+    }
+
+    /// Removes what was written so far.
+    public func discard() {
+        switch mode {
+        case .plain(let writer): writer.discard()
+        case .frame(let writer): writer.discard()
+        }
+    }
+}
+
+extension InstantStore {
+    /// Starts storing a PDF that arrives in pieces: see ``PDFIngest``.
+    ///
+    /// - Parameters:
+    ///   - zstdFrame: the bytes are one zstd frame (`Content-Encoding: zstd`), stored as it is.
+    ///   - expectedSize: the announced length (of the frame, when `zstdFrame`); another
+    ///     length is refused.
+    ///   - expectedHash: the announced SHA-256 of the PDF (an ETag); other bytes are refused.
+    public func beginPDFIngest(zstdFrame: Bool = false, expectedSize: Int64? = nil, expectedHash: BlobHash? = nil)
+        throws(StoreError) -> PDFIngest
+    {
+        try PDFIngest(store: self, zstdFrame: zstdFrame, expectedSize: expectedSize, expectedHash: expectedHash)
+    }
+}
