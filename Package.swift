@@ -171,6 +171,7 @@ let package = Package(
             name: "InstantTests",
             dependencies: [
                 "Instant", "InstantProtocol", "InstantStore", "InstantServer", "ServerTestSupport", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

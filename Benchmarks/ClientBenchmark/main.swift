@@ -2,7 +2,7 @@
 // with baselines run in the same process and minute.
 //
 //   swift run -c release client-benchmark [--corpus DIR] [--rounds 3] [--creates 2000]
-//       [--pending 10000] [--edits 50]
+//       [--pending 10000] [--edits 50] [--only download|creates|pending|live]
 //
 // - downloading the corpus PDFs into the store (PDF + layer), next to `curl` writing the
 //   same PDFs to files plus `sha256sum` over them (target: ratio ≥ 1.0, no slower);
@@ -33,6 +33,7 @@ var rounds = 3
 var creates = 2000
 var pendingCount = 10_000
 var edits = 50
+var only: String?
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
@@ -47,6 +48,7 @@ while !arguments.isEmpty {
     case "--creates": creates = Int(value) ?? creates
     case "--pending": pendingCount = Int(value) ?? pendingCount
     case "--edits": edits = Int(value) ?? edits
+    case "--only": only = value  // download, creates, pending or live
     default:
         print("unknown option \(name)")
         exit(2)
@@ -91,8 +93,10 @@ let curl = "/usr/bin/curl"
 let sha256sum = "/usr/bin/sha256sum"
 var clientTimes: [Double] = []
 var baselineTimes: [Double] = []
+var parallelTimes: [Double] = []
+var parallelBaselineTimes: [Double] = []
 var kept: (InstantClient, URL)?
-for round in 0..<rounds {
+for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     let root = temporaryDirectory("download")
     let client = try InstantClient(serverURL: serverURL, storeRoot: root)
     let start = now()
@@ -101,6 +105,23 @@ for round in 0..<rounds {
         try await descriptor.download(usingJWT: token).result()
     }
     clientTimes.append(now() - start)
+    // The same, four documents at a time (as an app opening several would), into a fresh store.
+    let parallelRoot = temporaryDirectory("download-parallel")
+    let parallelClient = try InstantClient(serverURL: serverURL, storeRoot: parallelRoot)
+    let parallelStart = now()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for (index, token) in tokens.enumerated() {
+            if index >= 4 { try await group.next() }
+            group.addTask {
+                let descriptor = try parallelClient.documentDescriptor(forJWT: token)
+                try await descriptor.download(usingJWT: token).result()
+            }
+        }
+        try await group.waitForAll()
+    }
+    parallelTimes.append(now() - parallelStart)
+    withExtendedLifetime(parallelClient) {}
+    try? FileManager.default.removeItem(at: parallelRoot)
     if round == rounds - 1 {
         kept = (client, root)
     } else {
@@ -123,22 +144,36 @@ for round in 0..<rounds {
     let fetched = try ProcessTiming.run(curl, curlArguments)
     let hashed = try ProcessTiming.run(sha256sum, files)
     baselineTimes.append(fetched + hashed)
+    for file in files { try? FileManager.default.removeItem(atPath: file) }
+    // curl's own parallel transfers (four at a time), then one sha256sum.
+    let fetchedInParallel = try ProcessTiming.run(curl, ["--parallel", "--parallel-max", "4"] + curlArguments)
+    let hashedAgain = try ProcessTiming.run(sha256sum, files)
+    parallelBaselineTimes.append(fetchedInParallel + hashedAgain)
     try? FileManager.default.removeItem(at: directory)
 }
+@MainActor func wanted(_ section: String) -> Bool { only == nil || only == section }
 let clientBest = clientTimes.min() ?? 0
 let baselineBest = baselineTimes.min() ?? 0
-line("corpus: \(source): \(pdfs.count) PDFs, \(String(format: "%.1f", Double(totalBytes) / 1e6)) MB")
-line(
-    String(
-        format: "download into the store     %7.1f ms  %6.1f MB/s  (best of %d)", clientBest * 1000,
-        Double(totalBytes) / clientBest / 1e6, rounds))
-line(
-    String(
-        format: "curl to files + sha256sum   %7.1f ms  %6.1f MB/s  ratio %.2f×   target ≥ 1.0", baselineBest * 1000,
-        Double(totalBytes) / baselineBest / 1e6, baselineBest / clientBest))
+if wanted("download") {
+    line("corpus: \(source): \(pdfs.count) PDFs, \(String(format: "%.1f", Double(totalBytes) / 1e6)) MB")
+    line(
+        String(
+            format: "download into the store     %7.1f ms  %6.1f MB/s  (best of %d)", clientBest * 1000,
+            Double(totalBytes) / clientBest / 1e6, rounds))
+    line(
+        String(
+            format: "curl to files + sha256sum   %7.1f ms  %6.1f MB/s  ratio %.2f×   target ≥ 1.0", baselineBest * 1000,
+            Double(totalBytes) / baselineBest / 1e6, baselineBest / clientBest))
+    let parallelBest = parallelTimes.min() ?? 0
+    let parallelBaselineBest = parallelBaselineTimes.min() ?? 0
+    line(
+        String(
+            format: "  4 at a time: store %7.1f ms   curl --parallel + sha256sum %7.1f ms   ratio %.2f×",
+            parallelBest * 1000, parallelBaselineBest * 1000, parallelBaselineBest / parallelBest))
+}
 
 // 2. PDF bytes for a second layer, and after removeLocalStorage().
-if let (client, root) = kept {
+if wanted("download"), let (client, root) = kept {
     let token = try await server.token("corpus-0", layer: "second", user: "bench")
     let second = try client.documentDescriptor(forJWT: token)
     try await second.download(usingJWT: token).result()
@@ -167,7 +202,7 @@ var clientSeconds = 0.0
 var rawSeconds = 0.0
 let slice = max(1, creates / 10)
 var made = 0
-while made < creates {
+while made < creates && wanted("creates") {
     let count = min(slice, creates - made)
     var start = now()
     for index in made..<(made + count) { _ = try document.add(note("note \(index)", id: "n\(index)")) }
@@ -177,15 +212,17 @@ while made < creates {
     rawSeconds += now() - start
     made += count
 }
-line(
-    String(
-        format: "local creates (durable)     %7.0f /s   raw SQLite inserts %7.0f /s   ratio %.2f×   target ≥ 0.8",
-        Double(creates) / clientSeconds, Double(creates) / rawSeconds, rawSeconds / clientSeconds))
+if wanted("creates") {
+    line(
+        String(
+            format: "local creates (durable)     %7.0f /s   raw SQLite inserts %7.0f /s   ratio %.2f×   target ≥ 0.8",
+            Double(creates) / clientSeconds, Double(creates) / rawSeconds, rawSeconds / clientSeconds))
+}
 
 // 4. --pending local changes from sync() to clean, next to the same push in one raw request.
 var syncTimes: [Double] = []
 var rawPushTimes: [Double] = []
-for round in 0..<rounds {
+for round in 0..<(wanted("pending") ? rounds : 0) {
     let name = "pending-\(round)"
     try await server.upload(name, pdfs[0])
     let token = try await server.token(name, user: "bench")
@@ -211,11 +248,13 @@ for round in 0..<rounds {
         SyncRequest(clientId: "raw-client-0123456789abcdef", baseRevision: 0, changes: changes))
     rawPushTimes.append(now() - start)
 }
-line(
-    String(
-        format:
-            "%d pending → clean        %7.1f ms   raw push of the same %7.1f ms   (median of %d)   target ≤ 1000 ms",
-        pendingCount, median(syncTimes) * 1000, median(rawPushTimes) * 1000, rounds))
+if wanted("pending") {
+    line(
+        String(
+            format:
+                "%d pending → clean        %7.1f ms   raw push of the same %7.1f ms   (median of %d)   target ≤ 1000 ms",
+            pendingCount, median(syncTimes) * 1000, median(rawPushTimes) * 1000, rounds))
+}
 
 // 5. An edit synced by A reaching listening B's document, next to a raw write waking a raw listen.
 try await server.upload("live", pdfs[0])
@@ -241,7 +280,7 @@ func waitForB(_ text: String) async throws {
 }
 try await waitForB("v-start")
 var latencies: [Double] = []
-for index in 0..<edits {
+for index in 0..<(wanted("live") ? edits : 0) {
     let start = now()
     try a.editableDocument.update("x", content: note("v\(index)", id: "x"))
     try await a.sync().result()
@@ -259,7 +298,7 @@ var state = try await server.sync(
         clientId: "raw-writer-0123456789abcdef", baseRevision: 0,
         changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: note("start", id: "x"))]))
 var rawLatencies: [Double] = []
-for index in 0..<edits {
+for index in 0..<(wanted("live") ? edits : 0) {
     let seen = state.revision
     let epoch = state.epoch
     let listener = Task { () -> Double in
@@ -276,11 +315,13 @@ for index in 0..<edits {
             changes: [ClientChange(changeId: Int64(index + 2), kind: .update, id: "x", content: note("v\(index)"))]))
     rawLatencies.append(try await listener.value - start)
 }
-line(
-    String(
-        format:
-            "A's edit in B's document    p50 %6.1f ms  p95 %6.1f ms   raw write → listen return p50 %5.1f ms   target p50 ≤ 50 ms",
-        median(latencies) * 1000, percentile(latencies, 95) * 1000, median(rawLatencies) * 1000))
+if wanted("live") {
+    line(
+        String(
+            format:
+                "A's edit in B's document    p50 %6.1f ms  p95 %6.1f ms   raw write → listen return p50 %5.1f ms   target p50 ≤ 50 ms",
+            median(latencies) * 1000, percentile(latencies, 95) * 1000, median(rawLatencies) * 1000))
+}
 
 withExtendedLifetime((editsClient, clientB)) {}
 try? FileManager.default.removeItem(at: editsRoot)

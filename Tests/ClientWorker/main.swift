@@ -46,6 +46,13 @@ func failure(_ body: () async throws -> Void) async -> InstantError? {
     }
 }
 
+/// The process's peak resident set (VmHWM in /proc/self/status), in KiB.
+func peakResidentKiB() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+}
+
 /// Counts the changes reported lost, as they are reported.
 actor LostCounter {
     private(set) var count = 0
@@ -70,6 +77,8 @@ do {
     switch command {
     case "download":
         try await descriptor.download(usingJWT: jwt).result()
+        print("pdf-bytes=\(descriptor.lastDownload?.pdfBytesTransferred ?? -1)")
+        print("peak-rss-kib=\(peakResidentKiB())")
     case "add":
         let document = descriptor.editableDocument
         let count = Int(argument(1)) ?? 0

@@ -88,10 +88,10 @@ struct WorkerFixture {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-worker-\(UUID())")
     let jwt: String
 
-    init(server: TestServer) async throws {
+    init(server: TestServer, document: String = "doc", upload: Bool = true) async throws {
         self.server = server
-        try await server.upload("doc", samplePDF())
-        jwt = try await server.token(document: "doc", layer: "L", user: "ana")
+        if upload { try await server.upload(document, samplePDF()) }
+        jwt = try await server.token(document: document, layer: "L", user: "ana")
     }
 
     func removeRoot() { try? FileManager.default.removeItem(at: root) }

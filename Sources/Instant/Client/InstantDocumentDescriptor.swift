@@ -48,6 +48,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var download: InstantOperation?
         var progress: Progress?
         var lastDownload: InstantDownloadReport?
+        /// A hop to the engine for local changes is on its way.
+        var engineNotified = false
         var reauthenticating = false
     }
 
@@ -171,8 +173,18 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
 
     /// A local change was made through the editable document.
     func localChangesMade() {
+        // One hop to the engine at a time: changes made meanwhile are covered by it.
+        guard
+            mutable.withLock({ state in
+                defer { state.engineNotified = true }
+                return !state.engineNotified
+            })
+        else { return }
         let engine = engine
-        Task { await engine.localChangesMade() }
+        Task {
+            mutable.withLock { $0.engineNotified = false }
+            await engine.localChangesMade()
+        }
     }
 
     /// Removed from under it (or its client's storage removed): it answers `invalid`.

@@ -106,7 +106,8 @@ public final class InstantDocument: Sendable {
         }
         let layer = try openLayer()
         do {
-            try layer.apply(local)
+            // Each content was checked and serialized from a JSONValue just above.
+            try layer.apply(local, contentChecked: true)
         } catch {
             throw try descriptorFailure(error)
         }

@@ -17,13 +17,17 @@ extension LayerDatabase {
 
     /// Makes several local changes in one durable transaction: all of them, or (when one
     /// fails, such as an update of a missing annotation) none.
-    public func apply(_ changes: [LocalChange]) throws(StoreError) {
+    public func apply(_ changes: [LocalChange]) throws(StoreError) { try apply(changes, contentChecked: false) }
+
+    /// ``apply(_:)`` for content this package serialized itself from checked JSON (the
+    /// client's documents), which is not parsed again.
+    package func apply(_ changes: [LocalChange], contentChecked: Bool) throws(StoreError) {
         for change in changes {
             switch change {
             case .create(let id, let content):
-                try AnnotationContent.validate(content)
+                if !contentChecked { try AnnotationContent.validate(content) }
                 try Identifier.validate(id, what: "annotation id")
-            case .update(_, let content): try AnnotationContent.validate(content)
+            case .update(_, let content): if !contentChecked { try AnnotationContent.validate(content) }
             case .delete: break
             }
         }
@@ -32,10 +36,10 @@ extension LayerDatabase {
                 switch change {
                 case .create(let id, let content):
                     if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
-                    try db.execute(
+                    try db.cachedStatement(
                         sql:
-                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
-                        arguments: [id.storedBytes, content])
+                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)"
+                    ).execute(arguments: [id.storedBytes, content])
                     try LayerDatabase.appendPending(db, id, .create, content)
                 case .update(let id, let content):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
@@ -95,18 +99,21 @@ extension LayerDatabase {
             if let acknowledgedThrough {
                 try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
             }
+            let upsert = try db.cachedStatement(
+                sql:
+                    "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)"
+            )
+            let remove = try db.cachedStatement(sql: "DELETE FROM record WHERE annotationId = ?")
             for change in changes {
                 if let content = change.content {
-                    try db.execute(
-                        sql:
-                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)",
-                        arguments: [change.annotationID.storedBytes, content, change.revision])
+                    try upsert.execute(arguments: [change.annotationID.storedBytes, content, change.revision])
                 } else {
-                    try db.execute(
-                        sql: "DELETE FROM record WHERE annotationId = ?", arguments: [change.annotationID.storedBytes])
+                    try remove.execute(arguments: [change.annotationID.storedBytes])
                 }
             }
-            try LayerDatabase.reapplyPending(db)
+            // Only the records this page replaced lost their local changes: the others
+            // still show them.
+            try LayerDatabase.reapplyPending(db, to: Set(changes.map(\.annotationID)))
             if let newRevision {
                 try db.execute(
                     sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)",

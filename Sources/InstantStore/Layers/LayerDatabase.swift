@@ -65,7 +65,9 @@ public final class LayerDatabase: Sendable {
         // (which take the database's mode) keep a user's annotations private.
         try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL).close()
         do {
-            let queue = try openQueue(path: path, key: key)
+            // No sync per commit while the file is built in tmp/: nobody sees it until the
+            // one fsync below, after the checkpoint, has made all of it durable.
+            let queue = try openQueue(path: path, key: key, synchronous: "OFF")
             try LayerMigrations.migrator.migrate(queue)
             try queue.write { db in
                 try db.execute(
@@ -110,13 +112,16 @@ public final class LayerDatabase: Sendable {
         try POSIXFile.open(path, flags: O_RDWR).sync()
     }
 
-    private static func openQueue(path: String, key: String) throws(StoreError) -> DatabaseQueue {
+    private static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)
+        -> DatabaseQueue
+    {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
         configuration.label = "InstantStore.layer"
         configuration.prepareDatabase { db in
+            // First: switching a new file to WAL is itself a synced write otherwise.
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             try db.execute(sql: "PRAGMA journal_mode = WAL")
-            try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
     }
@@ -197,7 +202,10 @@ public final class LayerDatabase: Sendable {
     }
 
     /// Closes the file; later calls fail.
-    public func close() { try? queue.close() }
+    public func close() {
+        hooks.willClose?(self)
+        try? queue.close()
+    }
 
     // MARK: Helpers
 
@@ -237,7 +245,7 @@ public final class LayerDatabase: Sendable {
                 throw flagged(LayerDatabase.map(error, key: key))
             }
         }
-        if let summary = try? summary() { hooks.didWrite(summary) }
+        hooks.didWrite(self)
     }
 
     /// Tells the store at once when the file turns out corrupt, so listings show it `invalid`.
@@ -273,30 +281,39 @@ public final class LayerDatabase: Sendable {
 
     static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes])
-            ?? false
+            db.cachedStatement(sql: "SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0"),
+            arguments: [id.storedBytes]) ?? false
     }
 
+    /// `createdAt` is stored as seconds since 1970 (GRDB reads numbers and its text dates
+    /// alike as `Date`): formatting a date as text cost more than the insert.
     static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
-        try db.execute(
-            sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
-            arguments: [id.storedBytes, kind.rawValue, content, Date()])
+        try db.cachedStatement(
+            sql: "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)"
+        ).execute(arguments: [id.storedBytes, kind.rawValue, content, Date().timeIntervalSince1970])
     }
 
     /// Applies the pending changes, in order, to the records (after the server's state
     /// replaced them), so the local view keeps every unacknowledged change.
-    static func reapplyPending(_ db: Database) throws {
+    /// With `only`, just the pending changes of those annotations (the records a page of
+    /// server changes replaced).
+    static func reapplyPending(_ db: Database, to only: Set<String>? = nil) throws {
+        if let only, only.isEmpty { return }
         let rows = try Row.fetchAll(db, sql: "SELECT annotationId, kind, content FROM pendingChange ORDER BY seq")
+        let upsert = try db.cachedStatement(
+            sql: """
+                INSERT INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)
+                ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
+                """)
+        let markDeleted = try db.cachedStatement(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?")
+        let wanted = only.map { Set($0.map(\.storedBytes)) }
         for row in rows {
             let id: Data = row["annotationId"]
+            if let wanted, !wanted.contains(id) { continue }
             if let content: Data = row["content"], row["kind"] != "delete" {
-                try db.execute(
-                    sql: """
-                        INSERT INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)
-                        ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
-                        """, arguments: [id, content])
+                try upsert.execute(arguments: [id, content])
             } else {
-                try db.execute(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id])
+                try markDeleted.execute(arguments: [id])
             }
         }
     }
@@ -320,8 +337,10 @@ public final class LayerDatabase: Sendable {
 /// What a layer handle tells the store that opened it. Handles used inside a catalog
 /// transaction (removal, repair) get none: the hooks write to the catalog themselves.
 struct LayerHooks: Sendable {
-    /// After each local write, with the new counts.
-    var didWrite: @Sendable (LayerSummary) -> Void = { _ in }
+    /// After each local write.
+    var didWrite: @Sendable (LayerDatabase) -> Void = { _ in }
+    /// Before the handle closes.
+    var willClose: (@Sendable (LayerDatabase) -> Void)?
     /// A write found the removed mark: returns true when the removal never committed (the
     /// mark was stale and is now cleared), false when the layer is really gone.
     var resolveMark: (@Sendable (LayerDatabase) throws(StoreError) -> Bool)?

@@ -188,17 +188,10 @@ public final class InstantStore: Sendable {
     /// when it finds it so, and tells a stale removed mark from a real removal. Never use
     /// it inside a catalog transaction.
     func openHookedLayer(key: String) throws(StoreError) -> LayerDatabase {
-        let catalog = self.catalog
+        let summaries = SummaryRefresher(catalog: catalog, key: key)
         let hooks = LayerHooks(
-            didWrite: { summary in
-                // The counts are a listing summary; verify recomputes them from the file.
-                try? catalog.write { db in
-                    try db.execute(
-                        sql:
-                            "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
-                        arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
-                }
-            },
+            didWrite: { layer in summaries.didWrite(layer) },
+            willClose: { layer in summaries.willClose(layer) },
             resolveMark: { [self] (layer) throws(StoreError) in try self.resolveStaleMark(layer) },
             flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) })
         do {

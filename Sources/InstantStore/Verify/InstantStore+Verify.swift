@@ -20,6 +20,8 @@ extension InstantStore {
     ///
     /// The report ends with what `quarantine/` holds (``VerificationReport/quarantine``).
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(StoreError) -> VerificationReport {
+        // This process's own last writes are not drift: their summaries go in first.
+        SummaryRefresher.flushAll()
         var report = VerificationReport()
         var options = options
         try checkCatalogIntegrity(&report)

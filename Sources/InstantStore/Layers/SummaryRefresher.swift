@@ -1,0 +1,73 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Keeps a layer's counts in the catalog (annotations, pending changes, bytes, last use:
+/// the listing summary) current without a catalog transaction on every local write. The
+/// first write after a quiet spell schedules one refresh ``delay`` later, which reads the
+/// counts as they are then; closing the layer refreshes at once.
+///
+/// The layer file is the authority and its commit the durable one: a summary a crash or
+/// power cut forgets is drift that verify reports and repair recomputes.
+final class SummaryRefresher: Sendable {
+    /// How long writes are gathered into one refresh.
+    static let delay = DispatchTimeInterval.milliseconds(20)
+    /// Refreshes wait for the catalog's write lock here, not on a task's thread.
+    private static let queue = DispatchQueue(label: "InstantStore.layerSummaries")
+
+    private let catalog: Catalog
+    private let key: String
+    private let scheduled = Mutex(false)
+    /// Set (on the queue) when the layer closes: a refresh still scheduled then must not
+    /// touch the closed connection.
+    private let closed = Mutex(false)
+
+    init(catalog: Catalog, key: String) {
+        self.catalog = catalog
+        self.key = key
+    }
+
+    /// Refreshes scheduled in this process and not run yet, so verify can run them first.
+    private static let waiting = Mutex<[ObjectIdentifier: (SummaryRefresher, LayerDatabase)]>([:])
+
+    /// A write committed: refresh soon (once for every write until then).
+    func didWrite(_ layer: LayerDatabase) {
+        let first = scheduled.withLock { scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }
+        guard first else { return }
+        Self.waiting.withLock { $0[ObjectIdentifier(self)] = (self, layer) }
+        Self.queue.asyncAfter(deadline: .now() + Self.delay) {
+            self.scheduled.withLock { $0 = false }
+            Self.waiting.withLock { $0[ObjectIdentifier(self)] = nil }
+            self.refresh(layer)
+        }
+    }
+
+    /// Runs every refresh this process has scheduled, now: verify calls it so that it does
+    /// not report the last few milliseconds of this process's own writes as drift.
+    static func flushAll() {
+        let all = waiting.withLock { Array($0.values) }
+        queue.sync { for (refresher, layer) in all { refresher.refresh(layer) } }
+    }
+
+    /// The layer is about to close: a last refresh, and none after.
+    func willClose(_ layer: LayerDatabase) {
+        Self.queue.sync {
+            refresh(layer)
+            closed.withLock { $0 = true }
+        }
+    }
+
+    /// Reads the counts and writes them to the catalog (not synced: see above). Runs on
+    /// the queue only.
+    private func refresh(_ layer: LayerDatabase) {
+        guard !closed.withLock({ $0 }), let summary = try? layer.summary() else { return }
+        try? catalog.write(durability: .deferred) { db in
+            try db.execute(
+                sql: "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
+                arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
+        }
+    }
+}
