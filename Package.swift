@@ -109,6 +109,16 @@ let package = Package(
             dependencies: ["InstantStore"],
             path: "Examples/StoreDemo"
         ),
+        // The client's flow against a running server (instant-server serve --dev).
+        .executableTarget(
+            name: "client-tour",
+            dependencies: [
+                "Instant", "InstantProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Examples/ClientTour"
+        ),
         // A release-built benchmark: ingest, deep verify, prune and listing against baselines.
         .executableTarget(
             name: "store-benchmark",
