@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything (the tests drive the
-# worker executable), and runs the whole suite.
+# worker executable), and runs the whole suite, then the 1 GiB download on its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
 swift build --build-tests
 swift build --product generate-manual  # the man page test regenerates man/ with it
 swift test --skip-build
+# Alone, after the rest: a 1 GiB download's peak RSS, which would load the parallel suite.
+INSTANT_LARGE_PDF_MIB=1024 swift test --skip-build --filter LargeDownloadTests

@@ -53,10 +53,18 @@ func peakResidentKiB() -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
 }
 
-/// Counts the changes reported lost, as they are reported.
+/// Counts the changes reported lost and the sync cycles that ended, as they are reported.
 actor LostCounter {
     private(set) var count = 0
+    private(set) var cyclesEnded = 0
     func add() { count += 1 }
+    func cycleEnded() { cyclesEnded += 1 }
+
+    /// Waits (up to 10 s) until `cycles` cycles have ended: their lost changes are
+    /// reported before the end of each.
+    func waitForCycles(_ cycles: Int) async {
+        for _ in 0..<500 where cyclesEnded < cycles { try? await Task.sleep(for: .milliseconds(20)) }
+    }
 }
 
 do {
@@ -68,12 +76,17 @@ do {
     let events = client.events()
     let watcher = Task {
         for await event in events {
-            if case .didLoseChange(_, let change) = event {
+            switch event {
+            case .didLoseChange(_, let change):
                 await lost.add()
                 FileHandle.standardError.write(Data("lost \(change.annotationID): \(change.reason)\n".utf8))
+            case .didFinishSync, .didFailSync, .didFailAuthentication: await lost.cycleEnded()
+            default: break
             }
         }
     }
+    FileHandle.standardOutput.write(Data("started\n".utf8))  // unbuffered: a test waits for it
+    var cycles = 0
     switch command {
     case "download":
         try await descriptor.download(usingJWT: jwt).result()
@@ -87,6 +100,7 @@ do {
         }
         if count > 0 { try document.update("\(argument(0))-0", content: note("updated", id: "\(argument(0))-0")) }
     case "sync":
+        cycles += 1
         try await descriptor.sync().result()
     case "sync-loop":
         // Meant to run beside another loop and a pruning instantctl: a layer pruned while
@@ -104,6 +118,7 @@ do {
                 if let downloaded, downloaded.code != .alreadyDownloaded { throw downloaded }
                 print("downloaded again")
             }
+            cycles += 1
             if let synced = await failure({ try await descriptor.sync().result() }) {
                 guard synced.code == .invalidDocument else { throw synced }
                 print("pruned after \(id)")
@@ -114,8 +129,8 @@ do {
     default:
         fail("unknown command \(command)")
     }
-    // Events are delivered asynchronously: let the last ones in before counting.
-    try await Task.sleep(for: .milliseconds(50))
+    // Events are delivered asynchronously: count once every cycle's end has come.
+    await lost.waitForCycles(cycles)
     watcher.cancel()
     print("lost=\(await lost.count)")
     print("ok")

@@ -117,9 +117,11 @@ struct WorkerFixture {
     }
 
     /// Runs the worker to its end.
-    func run(_ command: String, _ arguments: String..., failpoint: String? = nil) async throws -> Run {
+    func run(_ command: String, _ arguments: String..., failpoint: String? = nil, within limit: Duration = .seconds(60))
+        async throws -> Run
+    {
         let child = try start(command, arguments, failpoint: failpoint)
-        let ending = try await child.exit(within: .seconds(60))
+        let ending = try await child.exit(within: limit)
         return Run(ending: ending, output: child.standardOutput, error: child.standardError)
     }
 
@@ -181,6 +183,7 @@ struct WorkerFixture {
             #expect(try store.trySyncLock(layer) == nil, "the lock is exclusive, within a process too")
 
             let child = try fixture.start("sync")
+            _ = try await child.waitForOutput(containing: "started")
             try await Task.sleep(for: .seconds(1))
             #expect(!child.standardOutput.contains("ok"), "the sync must wait for the lock")
             #expect(try layer.pendingChangeCount() == 2, "nothing was sent or applied meanwhile")
@@ -218,6 +221,23 @@ struct WorkerFixture {
             let ids = (0..<count).flatMap { ["a-\($0)", "b-\($0)"] }.sorted()
             let list = try await server.api(.GET, "/documents/doc/layers/L/annotations").json(AnnotationList.self)
             #expect(list.data.annotations.map(\.id).sorted() == ids, "every change reached the server once")
+            // The store, synced once more (or downloaded again, when prune took the clean
+            // layer last), holds the server's records and nothing pending.
+            let tenant = try TenantURL(server.base)
+            let present = try InstantStore(root: fixture.root).localDescriptor(
+                tenant: tenant, document: "doc", layer: "L")
+            try await fixture.expectOK(present == nil ? "download" : "sync")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let layer = try store.openLayer(tenant: tenant, document: "doc", layer: "L")
+            defer { layer.close() }
+            #expect(try layer.pendingChangeCount() == 0)
+            let local = try layer.annotations()
+            #expect(local.map(\.id) == ids)
+            for record in list.data.annotations {
+                let mine = try #require(local.first { $0.id == record.id })
+                #expect(try JSONValue.parse(mine.content) == record.content)
+            }
         }
     }
 }

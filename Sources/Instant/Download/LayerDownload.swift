@@ -129,7 +129,12 @@ struct LayerDownload {
                         if let length, length < Int64.max { progress.totalUnitCount = length + 1 }
                     }
                     taken = ingest.pdfOffset
-                    body = try await resume(at: taken, hash: hash, attempt: resumes).body.makeAsyncIterator()
+                    // Every PDF byte is in (the break came in the frame's checksum): the
+                    // hash still checks them.
+                    if let length, taken >= length { break }
+                    let resumed = try await resume(at: taken, hash: hash, attempt: resumes)
+                    if length == nil { length = Self.total(resumed) }
+                    body = resumed.body.makeAsyncIterator()
                     continue
                 }
                 guard let buffer = next else { break }
@@ -163,6 +168,11 @@ struct LayerDownload {
         if value.hasPrefix("W/") { return nil }
         value = value.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         return BlobHash(hex: value)
+    }
+
+    /// The whole length in a 206's `Content-Range: bytes a-b/total`.
+    static func total(_ response: HTTPClientResponse) -> Int64? {
+        response.headers.first(name: "Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
     }
 
     /// Asks again for the PDF's bytes from `offset` on, after a break.

@@ -98,7 +98,7 @@ struct SyncRound {
             let finishes = last && !needsSnapshot
             try layer.applyServerChanges(
                 try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
-                acknowledgedThrough: finishes ? acknowledged : nil)
+                acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged)
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")

@@ -19,6 +19,10 @@ final class FrameWriter {
     private(set) var size: Int64 = 0
     private var finished = false
     private var headerChecked = false
+    private var announced: Int64?
+    /// A frame may announce at most this many times its own length (plus 1 MiB): far more
+    /// than PDFs compress, far less than a decompression bomb (zstd reaches ~32,000×).
+    static let maximumRatio: Int64 = 1000
 
     init(layout: StoreLayout, expectedFrameSize: Int64?) throws(StoreError) {
         self.layout = layout
@@ -43,10 +47,16 @@ final class FrameWriter {
             if !headerChecked, written >= 18 {
                 try checkHeader()
                 headerChecked = true
+                announced = announcedContentSize
             }
+            let limit = announced ?? Int64.max
             try decoder.decompress(bytes) { (piece) throws(StoreError) in
-                hasher.update(bufferPointer: piece)
                 size += Int64(piece.count)
+                // Never more than the header announced (itself bounded in checkHeader).
+                guard size <= limit else {
+                    throw StoreError.compression(reason: "the zstd frame holds more than its header announces")
+                }
+                hasher.update(bufferPointer: piece)
             }
         } catch {
             discard()
@@ -82,10 +92,17 @@ final class FrameWriter {
     /// Refuses a frame whose header does not record its content size and checksum.
     private func checkHeader() throws(StoreError) {
         guard let header = ZstdFrameHeader(try file.read(count: 18, at: 0)), header.hasChecksum,
-            header.contentSize != nil
+            let contentSize = header.contentSize
         else {
             throw StoreError.compression(
                 reason: "the zstd frame does not record its content size and checksum as the store needs")
+        }
+        if let expectedFrameSize,
+            contentSize > UInt64(expectedFrameSize.multipliedReportingOverflow(by: Self.maximumRatio).partialValue)
+                + (1 << 20)
+        {
+            throw StoreError.compression(
+                reason: "the zstd frame announces \(contentSize) bytes from \(expectedFrameSize): refused as a bomb")
         }
     }
 

@@ -90,9 +90,10 @@ extension LayerDatabase {
     ///
     /// A page that is not the last leaves the cursor where it was: a sync interrupted
     /// between pages starts again from there, and applying a change twice gives the same
-    /// state.
+    /// state. Pass the last change the answer decided as `decidedThrough` on every page.
     public func applyServerChanges(
-        _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?
+        _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?,
+        decidedThrough: Int64? = nil
     ) throws(StoreError) {
         for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
         try write { db in
@@ -112,8 +113,10 @@ extension LayerDatabase {
                 }
             }
             // Only the records this page replaced lost their local changes: the others
-            // still show them.
-            try LayerDatabase.reapplyPending(db, to: Set(changes.map(\.annotationID)))
+            // still show them. Changes the server has decided (through `decidedThrough`,
+            // dropped on the last page) are not put back over its answer: the page holds
+            // their outcome, or a later writer's.
+            try LayerDatabase.reapplyPending(db, to: Set(changes.map(\.annotationID)), after: decidedThrough)
             if let newRevision {
                 try db.execute(
                     sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)",

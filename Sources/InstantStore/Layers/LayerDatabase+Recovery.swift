@@ -64,6 +64,18 @@ extension LayerDatabase {
         return try? queue.read { db in try fetchPending(db) }
     }
 
+    /// The client id of a layer file that may be damaged, if it can be read: a replacement
+    /// keeps it, so the server answers the salvaged changes it already applied with their
+    /// first verdicts instead of applying them again.
+    static func salvageClientID(path: String) -> String? {
+        guard FileSystem.exists(path) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        defer { try? queue.close() }
+        return try? queue.read { db in try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1") }
+    }
+
     /// Clears the removed mark and folds the WAL into the file, so the one file is the
     /// whole layer: a layer about to be adopted back into the catalog (restored from
     /// quarantine, or found holding pending changes with no row).

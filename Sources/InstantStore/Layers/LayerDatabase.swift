@@ -297,9 +297,11 @@ public final class LayerDatabase: Sendable {
     /// replaced them), so the local view keeps every unacknowledged change.
     /// With `only`, just the pending changes of those annotations (the records a page of
     /// server changes replaced).
-    static func reapplyPending(_ db: Database, to only: Set<String>? = nil) throws {
+    static func reapplyPending(_ db: Database, to only: Set<String>? = nil, after decided: Int64? = nil) throws {
         if let only, only.isEmpty { return }
-        let rows = try Row.fetchAll(db, sql: "SELECT annotationId, kind, content FROM pendingChange ORDER BY seq")
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT annotationId, kind, content FROM pendingChange WHERE seq > ? ORDER BY seq",
+            arguments: [decided ?? Int64.min])
         let upsert = try db.cachedStatement(
             sql: """
                 INSERT INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)

@@ -35,8 +35,8 @@ extension InstantStore {
     public func trySyncLock(_ layer: LayerDatabase) throws(StoreError) -> LayerSyncLock? {
         if !FileSystem.isDirectory(locksDirectory) { try FileSystem.makeDirectory(locksDirectory) }
         let path = syncLockPath(key: layer.key)
-        while true {
-            let file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT)
+        for _ in 0..<8 {
+            let file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_NOFOLLOW)
             guard try file.lockExclusively(wait: false) else { return nil }
             // A sweep may have removed the file between our open and our lock (it removes
             // only while holding the lock): then this lock guards nothing, take the new one.
@@ -45,6 +45,7 @@ extension InstantStore {
             }
             file.close()
         }
+        throw .busy(path: path + " (the lock file keeps being replaced)")
     }
 
     /// Removes the lock files of layers that are gone, each while holding it (so a
@@ -57,9 +58,9 @@ extension InstantStore {
             let key = String(name.dropLast(".lock".count))
             guard !FileSystem.exists(layout.layerPath(key: key)) else { continue }
             let path = locksDirectory + "/" + name
-            guard let file = try? POSIXFile.open(path, flags: O_RDWR), try file.lockExclusively(wait: false) else {
-                continue
-            }
+            guard let file = try? POSIXFile.open(path, flags: O_RDWR | O_NOFOLLOW),
+                try file.lockExclusively(wait: false), file.isStill(at: path)
+            else { continue }
             try FileSystem.remove(path)
             file.close()
             swept += 1

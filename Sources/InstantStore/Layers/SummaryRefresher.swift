@@ -4,8 +4,10 @@ import Synchronization
 
 /// Keeps a layer's counts in the catalog (annotations, pending changes, bytes, last use:
 /// the listing summary) current without a catalog transaction on every local write. The
-/// first write after a quiet spell schedules one refresh ``delay`` later, which reads the
-/// counts as they are then; closing the layer refreshes at once.
+/// first write after a quiet spell refreshes at once and schedules one more refresh
+/// ``delay`` later, which reads the counts as they are then, for every write until then;
+/// closing the layer refreshes at once. Never call it inside a catalog transaction (it
+/// waits for the catalog's write lock).
 ///
 /// The layer file is the authority and its commit the durable one: a summary a crash or
 /// power cut forgets is drift that verify reports and repair recomputes.
@@ -37,6 +39,9 @@ final class SummaryRefresher: Sendable {
             return !scheduled
         }
         guard first else { return }
+        // The first write after a quiet spell goes in at once (a layer that just became
+        // dirty must not list as clean if the app dies now); the rest are gathered.
+        Self.queue.sync { refresh(layer) }
         Self.waiting.withLock { $0[ObjectIdentifier(self)] = (self, layer) }
         Self.queue.asyncAfter(deadline: .now() + Self.delay) {
             self.scheduled.withLock { $0 = false }

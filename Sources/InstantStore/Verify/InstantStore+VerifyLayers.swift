@@ -126,11 +126,15 @@ extension InstantStore {
         let outcome = try catalog.write { db -> (salvaged: Int, unreadable: Int)? in
             guard let current = try LayerRecord.fetchOne(db, key: row.id), current.key == row.key else { return nil }
             var salvaged: [PendingChange]?
+            // Kept, so the server answers salvaged changes it already applied with their
+            // first verdicts instead of applying them again.
+            var clientID: String?
             var unreadable = 0
             if FileSystem.exists(oldPath) {
                 do {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
                     defer { old.close() }
+                    clientID = try? old.metadata().clientID
                     salvaged = try old.takePendingChangesAndMarkRemoved()
                 } catch {
                     // Too damaged to lock and mark: read what can be read. A writer still
@@ -139,6 +143,7 @@ extension InstantStore {
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
+                    if salvaged != nil { clientID = LayerDatabase.salvageClientID(path: oldPath) }
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
@@ -148,7 +153,7 @@ extension InstantStore {
             let metadata = LayerMetadata(
                 tenant: reference.tenant, documentIdentifier: reference.document, layerName: reference.layer,
                 pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: current.userId.map { String(storedBytes: $0) },
-                lastServerRevision: 0)
+                lastServerRevision: 0, clientID: clientID)
             try LayerDatabase.create(
                 at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [])
             let fresh = try LayerDatabase(path: staging.path, key: staging.key)
