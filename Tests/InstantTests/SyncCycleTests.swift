@@ -86,6 +86,39 @@ import Testing
         }
     }
 
+    /// Listening stops with the layer (`removeLocalStorage()`), and goes on by itself after
+    /// the next download while it is still asked for.
+    @Test func listeningGoesOnAfterLocalStorageIsRemovedAndDownloadedAgain() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let logB = await EventLog.recording(clientB)
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            b.startListeningForServerChanges()
+            try b.removeLocalStorage()
+            // A change wakes B's listener while its layer is gone: listening ends there.
+            try a.editableDocument.add(note("while B has no layer"))
+            try await a.sync().result()
+            try await logB.wait("B's listening to fail on the missing layer") { events in
+                events.contains { if case .didFailSync = $0 { true } else { false } }
+            }
+            // Past its retry delay (at most 400 ms here) the loop has found the layer gone
+            // and ended (were it still running, the test could pass without the fix, never
+            // fail with it).
+            try await Task.sleep(for: .seconds(1))
+            try await b.download(usingJWT: try await h.jwt("doc", user: "bob")).result()
+            let added = try a.editableDocument.add(note("after the new download"))
+            try await a.sync().result()
+            let view = b.readOnlyDocument()
+            try await logB.wait("B, listening again, to receive ana's note") { _ in
+                (try? view.annotation(withID: added.id)) != nil
+            }
+            b.stopListeningForServerChanges()
+        }
+    }
+
     @Test func aConflictIsAnEventWithTheLoserAndTheWinner() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -31,7 +31,8 @@ extension InstantDocumentDescriptor {
             let download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
                 jwt: jwt, progress: progress, retryPolicy: client.retryPolicy)
-            let operation = InstantOperation(task: Task { await self.runDownload(download) })
+            let removals = state.removals
+            let operation = InstantOperation(task: Task { await self.runDownload(download, removals: removals) })
             state.download = operation
             state.progress = progress
             return (operation, true)
@@ -42,12 +43,18 @@ extension InstantDocumentDescriptor {
         return started.0
     }
 
-    private func runDownload(_ download: LayerDownload) async -> Result<Void, InstantError> {
-        let result: Result<Void, InstantError>
+    private func runDownload(_ download: LayerDownload, removals: Int) async -> Result<Void, InstantError> {
+        var result: Result<Void, InstantError>
         do {
             let report = try await download.run()
             mutable.withLock { $0.lastDownload = report }
             result = .success(())
+            // removeLocalStorage() ran while the layer was being created (past the last
+            // cancellation check): its removal may have come first, so undo the layer here.
+            if mutable.withLock({ $0.removals }) != removals, let client {
+                _ = try? client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)
+                result = .failure(InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()"))
+            }
         } catch {
             result = .failure(
                 InstantError(from: error, cancelled: "the download was cancelled") {
@@ -60,7 +67,11 @@ extension InstantDocumentDescriptor {
         }
         if let client {
             switch result {
-            case .success: client.emit(.didFinishDownload(self))
+            case .success:
+                client.emit(.didFinishDownload(self))
+                // Listening stopped when the layer went away; it goes on if still asked for.
+                let engine = engine
+                Task { await engine.resumeListening() }
             case .failure(let error): client.emit(.didFailDownload(self, error))
             }
         }

@@ -90,6 +90,7 @@ extension InstantDocumentDescriptor {
                 state.download = nil
                 state.progress = nil
                 state.cycleState = nil
+                state.removals += 1
             }
             return state.download
         }

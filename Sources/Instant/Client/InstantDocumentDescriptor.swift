@@ -50,6 +50,9 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var lastDownload: InstantDownloadReport?
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
+        /// Counts `removeLocalStorage()` calls: a download that finishes after one undoes
+        /// what it created.
+        var removals = 0
         var reauthenticating = false
     }
 

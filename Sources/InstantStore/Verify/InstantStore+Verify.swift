@@ -85,6 +85,10 @@ extension InstantStore {
                 if options.repair {
                     problem.fixed = try quarantineBlob(hash, ifStill: identity)
                     if !problem.fixed { problem.detail += "; replaced meanwhile, left alone" }
+                } else {
+                    // A finding, not a fix: the documents on it read `invalid`, and their
+                    // next download fetches the PDF instead of trusting these bytes.
+                    flagBlobCorrupt(hash)
                 }
                 report.problems.append(problem)
             }

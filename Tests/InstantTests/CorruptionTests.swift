@@ -1,0 +1,95 @@
+import Foundation
+import Instant
+import InstantProtocol
+import InstantStore
+import ServerTestSupport
+import Testing
+
+/// A descriptor over a corrupt layer or PDF reads `invalid` (DESIGN §3); removing its
+/// local storage and downloading again brings it back, fetching only what is missing.
+struct CorruptionTests {
+    /// Overwrites everything after the first 100 bytes of `url` with 0xFF: SQLite finds
+    /// the file damaged on its first read of the schema.
+    private func damage(_ url: URL) throws {
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: 100)
+        handle.write(Data(repeating: 0xFF, count: Int(size) - 100))
+    }
+
+    private func files(_ root: URL, under directory: String) -> [URL] {
+        let base = root.appendingPathComponent(directory)
+        let enumerator = FileManager.default.enumerator(at: base, includingPropertiesForKeys: [.isRegularFileKey])
+        var found: [URL] = []
+        while let url = enumerator?.nextObject() as? URL {
+            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { found.append(url) }
+        }
+        return found
+    }
+
+    @Test func aCorruptLayerReadsInvalidAndComesBackByDownloadingAgain() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try await descriptor.download(usingJWT: token).result()
+            _ = try descriptor.editableDocument.add(note("kept on the server", id: "a"))
+            try await descriptor.sync().result()
+            // Damaged while no handle has it open (as after a restart or a disk fault).
+            let restarted = try h.client()
+            let again = try restarted.documentDescriptor(forJWT: token)
+            withExtendedLifetime(client) {}
+            let layers = files(h.root, under: "layers").filter { $0.pathExtension == "sqlite" }
+            try #require(layers.count == 1)
+            try damage(layers[0])
+
+            let error = #expect(throws: InstantError.self) { try again.editableDocument.annotations() }
+            #expect(error?.code == .couldNotReadFromDiskCache, "\(String(describing: error))")
+            #expect(again.documentState == .invalid)
+
+            // Removing the local storage and downloading again: the intact PDF stays, the
+            // layer comes from the server (with the synced annotation).
+            try again.removeLocalStorage()
+            let before = h.proxy.bytesFromServer
+            try await again.download(usingJWT: token).result()
+            #expect(again.lastDownload?.pdfBytesTransferred == 0)
+            #expect(h.proxy.bytesFromServer - before < 20_000)
+            #expect(again.documentState == .clean)
+            #expect(try again.editableDocument.annotations().map(\.id) == ["a"])
+        }
+    }
+
+    @Test func aCorruptPDFFoundByVerifyReadsInvalidAndIsFetchedAgain() async throws {
+        try await ClientHarness.with { h in
+            let pdf = incompressiblePDF(200_000)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let blobs = files(h.root, under: "blobs")
+            try #require(blobs.count == 1)
+            // One flipped byte in the middle of the stored frame.
+            var bytes = try Data(contentsOf: blobs[0])
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: blobs[0])
+            // What `instantctl verify --deep` does, from another store handle.
+            let store = try InstantStore(root: h.root)
+            #expect(try !store.verify(VerifyOptions(deep: true)).isClean)
+            store.close()
+            #expect(descriptor.documentState == .invalid)
+
+            try descriptor.removeLocalStorage()
+            try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
+            #expect(descriptor.lastDownload?.pdfBytesTransferred ?? 0 >= Int64(pdf.count), "the PDF came again")
+            #expect(descriptor.documentState == .clean)
+            let healed = try InstantStore(root: h.root)
+            defer { healed.close() }
+            let stored = try #require(try healed.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            var read = Data()
+            try healed.readPDF(stored.sha256) { read.append(contentsOf: $0) }
+            #expect(read == pdf)
+        }
+    }
+}
