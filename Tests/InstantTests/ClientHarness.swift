@@ -1,7 +1,9 @@
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 import ServerTestSupport
+import Testing
 
 /// A store root of its own, a fault proxy in front of the test server, and clients on it.
 struct ClientHarness: Sendable {
@@ -48,6 +50,24 @@ struct ClientHarness: Sendable {
         descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
         try await descriptor.download(usingJWT: token).result()
         return descriptor
+    }
+
+    /// The PDF stored for `document`: it must read back as `pdf`, and the store must
+    /// verify clean (deep).
+    @discardableResult
+    func expectStoredPDF(_ document: String, _ pdf: Data, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> StoredPDF
+    {
+        let store = try InstantStore(root: root)
+        defer { store.close() }
+        let stored = try #require(
+            try store.pdf(tenant: TenantURL(proxy.url.absoluteString), document: document),
+            sourceLocation: sourceLocation)
+        var read = Data()
+        try store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
+        #expect(read == pdf, sourceLocation: sourceLocation)
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean, sourceLocation: sourceLocation)
+        return stored
     }
 
     /// The server's annotations of a layer, through the backend API.

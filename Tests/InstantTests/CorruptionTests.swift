@@ -84,12 +84,7 @@ struct CorruptionTests {
             try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
             #expect(descriptor.lastDownload?.pdfBytesTransferred ?? 0 >= Int64(pdf.count), "the PDF came again")
             #expect(descriptor.documentState == .clean)
-            let healed = try InstantStore(root: h.root)
-            defer { healed.close() }
-            let stored = try #require(try healed.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
-            var read = Data()
-            try healed.readPDF(stored.sha256) { read.append(contentsOf: $0) }
-            #expect(read == pdf)
+            try h.expectStoredPDF("doc", pdf)
         }
     }
 }

@@ -84,17 +84,12 @@ import Testing
             let descriptor = try await h.downloaded(client, "doc")
             let moved = try #require(descriptor.lastDownload?.pdfBytesTransferred)
             #expect(moved < Int64(Self.pdfSize / 4), "the frame, not the PDF")
-            let store = try InstantStore(root: h.root)
-            let stored = try #require(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            let stored = try h.expectStoredPDF("doc", pdf)
             let relative = "blobs/sha256/\(stored.sha256.hex.prefix(2))/\(stored.sha256.hex)"
             let mine = try Data(contentsOf: h.root.appendingPathComponent(relative))
             let servers = try Data(contentsOf: h.server.dataDirectory.appendingPathComponent("pdfs/" + relative))
             #expect(mine == servers, "never compressed again")
             #expect(Int64(mine.count) == moved)
-            var read = Data()
-            try store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
-            #expect(read == pdf)
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
         }
     }
 
@@ -113,14 +108,9 @@ import Testing
             let before = h.proxy.bytesFromServer
             try await descriptor.download(usingJWT: token).result()
             let moved = h.proxy.bytesFromServer - before
-            let store = try InstantStore(root: h.root)
-            let stored = try #require(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
+            let stored = try h.expectStoredPDF("doc", pdf)
             #expect(moved > 100_000, "the cut happened in the frame")
             #expect(moved < 100_000 + Int(stored.storedSize) + 20_000, "the frame again, not the rest of the PDF")
-            var read = Data()
-            try store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
-            #expect(read == pdf)
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
         }
     }
 
