@@ -66,11 +66,8 @@ import Testing
             // PDF again. (Bytes in flight when the connection broke, in socket and NIO
             // buffers but not yet taken by the store, do come again.)
             #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "the rest only, not the whole PDF again")
-            let stored = try InstantStore(root: h.root)
-            let hash = try #require(try stored.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc"))
-            #expect(hash.size == Int64(Self.pdfSize))
-            let verify = try stored.verify(VerifyOptions(deep: true))
-            #expect(verify.isClean)
+            let stored = try h.expectStoredPDF("doc", pdf)
+            #expect(stored.size == Int64(Self.pdfSize))
         }
     }
 

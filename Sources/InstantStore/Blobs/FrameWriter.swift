@@ -45,9 +45,8 @@ final class FrameWriter {
             // A frame the store could not keep is refused as soon as its header is in, so
             // the caller can ask for plain bytes before the whole frame has come.
             if !headerChecked, written >= 18 {
-                try checkHeader()
+                announced = try checkHeader()
                 headerChecked = true
-                announced = announcedContentSize
             }
             let limit = announced ?? Int64.max
             try decoder.decompress(bytes) { (piece) throws(StoreError) in
@@ -73,8 +72,7 @@ final class FrameWriter {
             }
             try decoder.finish()
             if size == 0 { throw StoreError.emptyPDF }
-            try checkHeader()
-            guard announcedContentSize == size else {
+            guard try checkHeader() == size else {
                 throw StoreError.compression(reason: "the zstd frame's header announces another size than it holds")
             }
             let hash = BlobHash(digest: hasher.finalize())
@@ -90,20 +88,28 @@ final class FrameWriter {
     }
 
     /// Refuses a frame whose header does not record its content size and checksum.
-    private func checkHeader() throws(StoreError) {
+    /// Returns the content size it announces.
+    private func checkHeader() throws(StoreError) -> Int64 {
         guard let header = ZstdFrameHeader(try file.read(count: 18, at: 0)), header.hasChecksum,
             let contentSize = header.contentSize
         else {
             throw StoreError.compression(
                 reason: "the zstd frame does not record its content size and checksum as the store needs")
         }
-        if let expectedFrameSize,
-            contentSize > UInt64(expectedFrameSize.multipliedReportingOverflow(by: Self.maximumRatio).partialValue)
-                + (1 << 20)
-        {
-            throw StoreError.compression(
-                reason: "the zstd frame announces \(contentSize) bytes from \(expectedFrameSize): refused as a bomb")
+        if let expectedFrameSize {
+            // Saturating: an absurd announced length must not overflow into a trap.
+            let (product, overflow) = max(0, expectedFrameSize).multipliedReportingOverflow(by: Self.maximumRatio)
+            let cap = overflow ? UInt64.max : UInt64(product) + (1 << 20)
+            if contentSize > cap {
+                throw StoreError.compression(
+                    reason: "the zstd frame announces \(contentSize) bytes from \(expectedFrameSize): refused as a bomb"
+                )
+            }
         }
+        guard let size = Int64(exactly: contentSize) else {
+            throw StoreError.compression(reason: "the zstd frame announces \(contentSize) bytes")
+        }
+        return size
     }
 
     /// The PDF size the frame's header announces, once the header has arrived.
