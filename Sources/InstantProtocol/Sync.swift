@@ -37,12 +37,21 @@ public struct SyncRequest: Sendable, Equatable, JSONRepresentable {
     public var baseRevision: Int64
     /// Increasing `changeId`s; no two alike in one request.
     public var changes: [ClientChange]
+    /// Leave the records this sync's accepted changes write out of the answer's changes:
+    /// the client has them. The answer then carries ``SyncResponse/ownRevision``, and the
+    /// client applies its own changes accepted afresh (not ``ChangeResult/replayed``) as
+    /// the server's state at that revision.
+    public var omitOwnChanges: Bool
 
-    public init(clientId: String, epoch: String? = nil, baseRevision: Int64, changes: [ClientChange]) {
+    public init(
+        clientId: String, epoch: String? = nil, baseRevision: Int64, changes: [ClientChange],
+        omitOwnChanges: Bool = false
+    ) {
         self.clientId = clientId
         self.epoch = epoch
         self.baseRevision = baseRevision
         self.changes = changes
+        self.omitOwnChanges = omitOwnChanges
     }
 }
 
@@ -67,12 +76,18 @@ public struct ChangeResult: Sendable, Equatable, JSONRepresentable {
     public var reason: RejectionReason?
     /// Details for a person, when rejected.
     public var message: String?
+    /// The verdict was given before, to the same change sent in an earlier request (whose
+    /// answer was lost): the change was not applied again now.
+    public var replayed: Bool
 
-    public init(changeId: Int64, accepted: Bool, reason: RejectionReason? = nil, message: String? = nil) {
+    public init(
+        changeId: Int64, accepted: Bool, reason: RejectionReason? = nil, message: String? = nil, replayed: Bool = false
+    ) {
         self.changeId = changeId
         self.accepted = accepted
         self.reason = reason
         self.message = message
+        self.replayed = replayed
     }
 }
 
@@ -115,15 +130,22 @@ public struct SyncResponse: Sendable, Equatable, JSONRepresentable {
     /// `GET …/changes?epoch=E&since=BASE&after=NEXT`, and move the cursor to the last
     /// page's ``revision`` only once a page comes without `next`.
     public var next: String?
+    /// Set when the request asked for ``SyncRequest/omitOwnChanges`` and changes of it were
+    /// accepted afresh: the revision they were written at. The records at that revision
+    /// are left out of ``changes`` (and of the pages that follow): they hold exactly those
+    /// changes.
+    public var ownRevision: Int64?
 
     public init(
-        epoch: String, revision: Int64, results: [ChangeResult], changes: [ServerChange], next: String? = nil
+        epoch: String, revision: Int64, results: [ChangeResult], changes: [ServerChange], next: String? = nil,
+        ownRevision: Int64? = nil
     ) {
         self.epoch = epoch
         self.revision = revision
         self.results = results
         self.changes = changes
         self.next = next
+        self.ownRevision = ownRevision
     }
 }
 
@@ -155,13 +177,14 @@ extension SyncRequest {
             baseRevision: try fields.required("baseRevision", .integer),
             changes: try fields.array("changes") { value, path throws(ProtocolError) in
                 try ClientChange(json: value, path: path)
-            })
+            }, omitOwnChanges: try fields.optional("omitOwnChanges", .bool) ?? false)
     }
 
     public var json: JSONValue {
         .object(omittingNil: [
             "clientId": .string(clientId), "epoch": epoch.map { .string($0) },
             "baseRevision": .integer(baseRevision), "changes": .array(changes.map(\.json)),
+            "omitOwnChanges": omitOwnChanges ? .bool(true) : nil,
         ])
     }
 }
@@ -174,13 +197,13 @@ extension ChangeResult {
         self.init(
             changeId: try fields.required("changeId", .integer), accepted: try fields.required("accepted", .bool),
             reason: try fields.optional("reason", .oneOf(RejectionReason.self)),
-            message: try fields.optional("message", .string))
+            message: try fields.optional("message", .string), replayed: try fields.optional("replayed", .bool) ?? false)
     }
 
     public var json: JSONValue {
         .object(omittingNil: [
             "changeId": .integer(changeId), "accepted": .bool(accepted), "reason": reason.map { .string($0.rawValue) },
-            "message": message.map { .string($0) },
+            "message": message.map { .string($0) }, "replayed": replayed ? .bool(true) : nil,
         ])
     }
 }
@@ -214,13 +237,14 @@ extension SyncResponse {
             },
             changes: try fields.array("changes") { value, path throws(ProtocolError) in
                 try ServerChange(json: value, path: path)
-            }, next: try fields.optional("next", .string))
+            }, next: try fields.optional("next", .string), ownRevision: try fields.optional("ownRevision", .integer))
     }
 
     public var json: JSONValue {
         .object(omittingNil: [
             "epoch": .string(epoch), "revision": .integer(revision), "results": .array(results.map(\.json)),
             "changes": .array(changes.map(\.json)), "next": next.map { .string($0) },
+            "ownRevision": ownRevision.map { .integer($0) },
         ])
     }
 }

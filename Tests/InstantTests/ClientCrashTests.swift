@@ -33,9 +33,18 @@ import Testing
             // makes three creates and an update offline.
             try await fixture.expectOK("sync")
             try await fixture.expectOK("add", "mine", "3")
-            var expected = ["mine-0", "mine-1", "mine-2"] + other.map(\.id)
-            // The server gives each batch it applies one new revision: theirs, then ours.
-            var batchesApplied: Int64 = 2
+            // Meanwhile the other writer makes five more: the answer to our sync carries
+            // them in pages (our own accepted changes are not echoed back).
+            let late = (0..<5).map {
+                ClientChange(changeId: Int64($0 + 6), kind: .create, id: "late-\($0)", content: note("o", id: nil))
+            }
+            let status = try await server.sync(
+                "doc", token: fixture.jwt,
+                SyncRequest(clientId: "another-client-0001", epoch: nil, baseRevision: 0, changes: late))
+            #expect(status.results.allSatisfy { $0.accepted })
+            var expected = ["mine-0", "mine-1", "mine-2"] + other.map(\.id) + late.map(\.id)
+            // The server gives each batch it applies one new revision: theirs, theirs, ours.
+            var batchesApplied: Int64 = 3
             if failpoint == "reset.beforeApply" {
                 // The layer is made again on the server: the next sync resets from a snapshot.
                 #expect(try await server.api(.DELETE, "/documents/doc/layers/L").status < 300)

@@ -1,6 +1,7 @@
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 import ServerTestSupport
 import Testing
 
@@ -141,6 +142,45 @@ import Testing
             #expect(lost.first?.winner?["text"] == .string("ana wins"))
             #expect(try b.editableDocument.annotation(withID: "shared")?.content["text"] == .string("ana wins"))
             #expect(b.documentState == .clean)
+        }
+    }
+
+    /// The server does not send a client's own accepted changes back (`omitOwnChanges`):
+    /// the client makes them the server's state at the sync's revision, and the answer
+    /// brings only what others wrote, here a change made after A's base.
+    @Test func ownChangesDoNotComeBackAndTakeTheServersRevision() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            let padding = String(repeating: "x", count: 2_000)
+            for index in 0..<100 { try a.editableDocument.add(note("\(padding) \(index)", id: "a\(index)")) }
+            try a.editableDocument.remove("a99")
+            try b.editableDocument.add(note("from bob", id: "b0"))
+            try await b.sync().result()
+            let before = h.proxy.bytesFromServer
+            try await a.sync().result()
+            let moved = h.proxy.bytesFromServer - before
+            #expect(moved < 20_000, "A's 200 KB of annotations do not come back: \(moved) bytes came")
+            #expect(try a.editableDocument.annotation(withID: "b0")?.content["text"] == .string("from bob"))
+            #expect(a.documentState == .clean)
+
+            let onServer = try await h.serverAnnotations("doc")
+            #expect(onServer.count == 100 && !onServer.contains { $0.id == "a99" })
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            let layer = try store.openLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            defer { layer.close() }
+            let local = try layer.annotations()
+            #expect(local.map(\.id).sorted() == onServer.map(\.id).sorted())
+            #expect(try layer.metadata().lastServerRevision == 2)
+            #expect(local.allSatisfy { $0.serverRevision == ($0.id == "b0" ? 1 : 2) }, "the server's revisions")
+            for record in local {
+                let server = try #require(onServer.first { $0.id == record.id })
+                #expect(try JSONValue.parse(record.content) == server.content)
+            }
         }
     }
 

@@ -47,7 +47,7 @@ struct SyncRound {
         try Failpoint.check("sync.beforeSend")
         let request = SyncRequest(
             clientId: clientID, epoch: meta.epoch, baseRevision: meta.lastServerRevision,
-            changes: try pending.map(Self.clientChange))
+            changes: try pending.map(Self.clientChange), omitOwnChanges: true)
         let response: SyncResponse
         switch await Self.attempt({ () async throws(APIFailure) in
             try await api.sync(document: document, jwt: jwt, request)
@@ -91,6 +91,10 @@ struct SyncRound {
         let acknowledged = pending.last?.sequence
         var changed = Set<String>()
         var page = response
+        // The records our changes wrote now are not in the answer: they are those changes,
+        // at `ownRevision`. They go first, in the first page's transaction; what the
+        // pages bring (later writers) goes over them.
+        page.changes = try Self.ownChanges(request.changes, response) + page.changes
         while true {
             changed.formUnion(page.changes.map(\.id))
             let last = page.next == nil
@@ -193,6 +197,25 @@ struct SyncRound {
             }
         }
         return ClientChange(changeId: change.sequence, kind: kind, id: change.annotationID, content: content)
+    }
+
+    /// The changes of `sent` the server accepted afresh, as the records it wrote at the
+    /// answer's `ownRevision` (left out of its changes); none when it left nothing out.
+    /// Replayed verdicts are not among them: the records those wrote come in the answer
+    /// when they changed after the request's base.
+    static func ownChanges(_ sent: [ClientChange], _ response: SyncResponse) throws -> [WireServerChange] {
+        guard let revision = response.ownRevision else { return [] }
+        guard revision > 0, revision <= response.revision else {
+            throw InstantError(
+                .invalidServerData,
+                "the server put this sync's changes at revision \(revision), past its revision \(response.revision)")
+        }
+        return zip(sent, response.results).compactMap { change, result in
+            guard result.accepted && !result.replayed else { return nil }
+            return WireServerChange(
+                id: change.id, revision: revision, deleted: change.kind == .delete,
+                content: change.kind == .delete ? nil : change.content)
+        }
     }
 
     static func storeChange(_ change: WireServerChange) throws -> StoredServerChange {

@@ -87,10 +87,15 @@ struct ClientRoutes {
             results = applied.results
             written = applied.layer
         }
+        // The records this sync's fresh accepted changes wrote share its new revision, and
+        // no other write has it: a client that asked for it gets them left out.
+        let own = body.omitOwnChanges && results.contains { $0.accepted && !$0.replayed } ? written?.revision : nil
         var response = try await server.database.changes(
             document: identity.documentID, layer: identity.layer, epoch: written == nil ? body.epoch : nil,
-            since: body.baseRevision, after: nil, limits: server.configuration.pageLimits, layerID: written?.id)
+            since: body.baseRevision, after: nil, limits: server.configuration.pageLimits, layerID: written?.id,
+            omitting: own)
         response.results = results
+        response.ownRevision = own
         return JSONResponse.make(response)
     }
 

@@ -24,11 +24,16 @@ extension ServerDatabase {
     /// With `layerID`, the page must come from that stored layer (the one a sync just
     /// wrote, after checking the cursor): if it was deleted or created again since, the
     /// client must reset. Otherwise the cursor (`epoch`, `since`) is checked here.
+    ///
+    /// With `omitting` (a sync's own revision, when it asked for `omitOwnChanges`; later
+    /// pages carry it in their cursor), the records at that revision are left out: that
+    /// sync's accepted changes wrote them, and its client has them already.
     func changes(
         document: String, layer name: String, epoch: String?, since: Int64, after cursor: PageCursor?,
-        limits: PageLimits, layerID: Int64? = nil
+        limits: PageLimits, layerID: Int64? = nil, omitting: Int64? = nil
     ) async throws -> SyncResponse {
-        try await read { db in
+        let omitting = cursor?.omitting ?? omitting
+        return try await read { db in
             let view = try Self.view(document: document, name: name, in: db)
             if let layerID {
                 // The write checked the client's cursor; this must still be that layer.
@@ -62,18 +67,21 @@ extension ServerDatabase {
                 cursor == nil
                 ? try db.cachedStatement(
                     sql: """
-                        SELECT \(columns) FROM record WHERE layerId = ? AND revision > ?
+                        SELECT \(columns) FROM record WHERE layerId = ? AND revision > ? AND revision <> ?
                         ORDER BY revision, annotationId LIMIT ?
                         """)
                 : try db.cachedStatement(
                     sql: """
-                        SELECT \(columns) FROM record WHERE layerId = ? AND (revision, annotationId) > (?, ?)
+                        SELECT \(columns) FROM record
+                        WHERE layerId = ? AND (revision, annotationId) > (?, ?) AND revision <> ?
                         ORDER BY revision, annotationId LIMIT ?
                         """)
             let layer = view.recordsLayer.id
+            // -1 is no revision: nothing is left out.
+            let left = omitting ?? -1
             let arguments: StatementArguments =
-                if let cursor { [layer, cursor.revision, cursor.id, limits.records + 1] } else {
-                    [layer, since, limits.records + 1]
+                if let cursor { [layer, cursor.revision, cursor.id, left, limits.records + 1] } else {
+                    [layer, since, left, limits.records + 1]
                 }
             var changes: [ServerChange] = []
             var bytes = 0
@@ -82,7 +90,8 @@ extension ServerDatabase {
             while let row = try rows.next() {
                 if changes.count == limits.records || bytes >= limits.bytes {
                     if let last = changes.last {
-                        next = PageCursor(layer: layer, revision: last.revision, id: last.id.blob).text
+                        next =
+                            PageCursor(layer: layer, revision: last.revision, id: last.id.blob, omitting: omitting).text
                     }
                     break
                 }
@@ -103,7 +112,7 @@ extension ServerDatabase {
     func snapshot(document: String, layer name: String, epoch: String?, after cursor: PageCursor?, limits: PageLimits)
         async throws -> LayerSnapshot
     {
-        try await read { db in
+        return try await read { db in
             let view = try Self.view(document: document, name: name, in: db)
             if cursor != nil || epoch != nil {
                 guard let epoch, epoch == view.epoch, cursor.map({ $0.layer == view.recordsLayer.id }) ?? true else {
@@ -149,7 +158,7 @@ extension ServerDatabase {
     func records(document: String, layer name: String, limit: Int, bytes: Int) async throws -> (
         records: [AnnotationRecord], truncated: Bool
     ) {
-        try await read { db in
+        return try await read { db in
             let view = try Self.view(document: document, name: name, in: db)
             let rows = try Row.fetchCursor(
                 db.cachedStatement(

@@ -201,7 +201,8 @@ extension ServerDatabase {
                 results.append(
                     ChangeResult(
                         changeId: change.changeId, accepted: row[0],
-                        reason: (row[1] as String?).flatMap(RejectionReason.init(rawValue:)), message: row[2]))
+                        reason: (row[1] as String?).flatMap(RejectionReason.init(rawValue:)), message: row[2],
+                        replayed: true))
                 replayed.insert(change.changeId)
                 continue
             }
