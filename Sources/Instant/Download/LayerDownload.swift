@@ -56,8 +56,20 @@ struct LayerDownload {
             if response.status == .notModified { return 0 }
             return try await ingest(response)
         }
-        // Learn the PDF's hash without its bytes: another document or server may have it.
-        let probe = try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: "*", from: nil, zstd: true)
+        let probe: HTTPClientResponse
+        switch try store.pdfReuse(tenant: tenant) {
+        case .nothingStored, .ownPDFs([]):
+            return try await ingest(
+                try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true))
+        case .ownPDFs(let hashes):
+            // One request: the PDF, or 304 naming which of this server's PDFs it is.
+            probe = try await api.pdf(
+                document: document, jwt: jwt.token, ifNoneMatch: hashes.map(\.hex).joined(separator: ","),
+                from: nil, zstd: true)
+        case .ask:
+            // Learn the PDF's hash without its bytes: another document or server may have it.
+            probe = try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: "*", from: nil, zstd: true)
+        }
         if probe.status == .notModified {
             if let hash = Self.etag(probe), try store.attachIntactPDF(hash, tenant: tenant, document: document) {
                 return 0

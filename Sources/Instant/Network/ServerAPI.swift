@@ -54,15 +54,17 @@ struct ServerAPI: Sendable {
 
     // MARK: PDF
 
-    /// `GET …/pdf`. `ifNoneMatch` (a SHA-256 the caller holds, or `*` to learn the ETag
-    /// without bytes) may answer 304; `from` asks for the bytes from that offset on (206).
+    /// `GET …/pdf`. `ifNoneMatch` (SHA-256s the caller holds, comma-separated, or `*` to
+    /// learn the ETag without bytes) may answer 304 with the PDF's ETag; `from` asks for the bytes from that offset on (206).
     /// The body is left to the caller to stream.
     func pdf(document: String, jwt: String, ifNoneMatch: String?, from offset: Int64?, zstd: Bool)
         async throws(APIFailure) -> HTTPClientResponse
     {
         var request = makeRequest(.GET, document, "pdf", query: [:], jwt: jwt)
         if let ifNoneMatch {
-            request.headers.add(name: "If-None-Match", value: ifNoneMatch == "*" ? "*" : "\"\(ifNoneMatch)\"")
+            request.headers.add(
+                name: "If-None-Match",
+                value: ifNoneMatch.split(separator: ",").map { $0 == "*" ? "*" : "\"\($0)\"" }.joined(separator: ", "))
         }
         if let offset { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
         if zstd && offset == nil { request.headers.add(name: "Accept-Encoding", value: "zstd") }

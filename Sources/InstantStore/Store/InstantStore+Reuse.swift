@@ -39,9 +39,55 @@ extension InstantStore {
         }
     }
 
+    /// What a download of one of `tenant`'s documents may name in `If-None-Match` to learn,
+    /// in the same request, whether the store already holds its PDF.
+    ///
+    /// Only this tenant's own PDFs may be named: another server must never learn which
+    /// PDFs the store holds for others. So the answer is ``PDFReuse/nothingStored`` when
+    /// the store holds no PDF at all (nothing to reuse: download), ``PDFReuse/ownPDFs(_:)``
+    /// when every stored PDF belongs to this tenant alone and there are at most `limit`,
+    /// and ``PDFReuse/ask`` otherwise (learn the server's ETag first, with `If-None-Match: *`).
+    public func pdfReuse(tenant: TenantURL, limit: Int = 32) throws(StoreError) -> PDFReuse {
+        try catalog.read { db -> PDFReuse in
+            let hashes = try String.fetchAll(db, sql: "SELECT sha256 FROM blob LIMIT ?", arguments: [limit + 1])
+            if hashes.isEmpty { return .nothingStored }
+            guard hashes.count <= limit, let tenantID = try catalog.tenantID(tenant, create: false, in: db) else {
+                return .ask
+            }
+            // A PDF no document of this tenant uses (unreferenced, or only another's) is
+            // not this tenant's to name.
+            let foreign =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM blob b WHERE
+                            NOT EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.tenantId = ?)
+                            OR EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.tenantId <> ?))
+                        """, arguments: [tenantID, tenantID]) ?? true
+            if foreign { return .ask }
+            var own: [BlobHash] = []
+            for sha in hashes where try !Self.isFlagged(sha, in: db) {
+                if let hash = BlobHash(hex: sha) { own.append(hash) }
+            }
+            return .ownPDFs(own)
+        }
+    }
+
     private static func isFlagged(_ sha: String, in db: Database) throws -> Bool {
         try Bool.fetchOne(
             db, sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)", arguments: [sha])
             ?? false
     }
+}
+
+/// How a download may learn whether the store already holds the PDF it is about to fetch
+/// (``InstantStore/pdfReuse(tenant:limit:)``).
+public enum PDFReuse: Sendable, Equatable {
+    /// The store holds no PDF: fetch it.
+    case nothingStored
+    /// Every stored PDF is the tenant's own: name these (the intact ones) in `If-None-Match`;
+    /// a `304` says which one it is.
+    case ownPDFs([BlobHash])
+    /// Learn the PDF's hash first (`If-None-Match: *`), then look for it in the store.
+    case ask
 }

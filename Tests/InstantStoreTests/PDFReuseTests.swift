@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// What a download may name in `If-None-Match`: this tenant's own PDFs only, never a PDF
+/// the store holds for another server (or for nobody).
+@Suite struct PDFReuseTests {
+    @Test func onlyATenantsOwnPDFsAreNamed() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant) == .nothingStored)
+
+        let first = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d1", from: scratch.file(samplePDF(seed: 1)))
+        let second = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d2", from: scratch.file(samplePDF(seed: 2)))
+        guard case .ownPDFs(let named) = try scratch.store.pdfReuse(tenant: Scratch.tenant) else {
+            Issue.record("a store holding only this tenant's PDFs names them")
+            return
+        }
+        #expect(Set(named) == [first.sha256, second.sha256])
+        #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant, limit: 1) == .ask, "more than the limit: ask")
+        #expect(try scratch.store.pdfReuse(tenant: Scratch.other) == .ask, "another server's PDFs are not named")
+
+        // The other server's document uses the same PDF: now it is not this tenant's alone.
+        #expect(try scratch.store.attachIntactPDF(first.sha256, tenant: Scratch.other, document: "x"))
+        #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant) == .ask)
+    }
+
+    @Test func aPDFNoDocumentUsesIsNotNamed() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let first = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d1", from: scratch.file(samplePDF(seed: 1)))
+        _ = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d2", from: scratch.file(samplePDF(seed: 2)))
+        // d2 now uses d1's PDF; its own stays, unreferenced, until collected (and an
+        // unreferenced PDF may have been anyone's).
+        #expect(try scratch.store.attachIntactPDF(first.sha256, tenant: Scratch.tenant, document: "d2"))
+        #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant) == .ask)
+    }
+}
