@@ -26,40 +26,83 @@ struct LayerDownload {
     var maxResumes = 5
 
     func run() async throws -> InstantDownloadReport {
-        // The snapshot comes while the PDF streams: one round trip less per download.
-        async let fetchedSnapshot = fetchSnapshot()
-        let transferred = try await fetchPDF()
+        // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
+        // known, the layer file is written (and synced) while the PDF's bytes stream in.
+        let snapshotTask = Task { try await fetchSnapshot() }
+        defer { snapshotTask.cancel() }
+        let pdf = try await startPDF()
+        async let staged = stage(try await Self.value(of: snapshotTask), pdf: pdf.hash)
+        let transferred = try await finishPDF(pdf)
         try Failpoint.check("download.afterPDF")
         try Task.checkCancellation()
-        let snapshot = try await fetchedSnapshot
+        let layerFile = try await staged
         try Failpoint.check("download.afterSnapshot")
         try Task.checkCancellation()
         do {
-            _ = try store.createLayer(
-                tenant: tenant, document: document, layer: layer, userID: jwt.userID, snapshot: snapshot.records,
-                revision: snapshot.revision, epoch: snapshot.epoch)
+            try store.commitLayer(layerFile.staged)
         } catch .layerAlreadyExists {
             throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
         }
         progress.completedUnitCount = progress.totalUnitCount
-        return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: snapshot.records.count)
+        return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: layerFile.annotationCount)
+    }
+
+    /// A task's value; cancelling the wait cancels the task (a failed PDF must not wait
+    /// for a slow snapshot).
+    private static func value<T: Sendable>(of task: Task<T, any Error>) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// The layer file, written in `tmp/`, and how many annotations it holds.
+    private func stage(_ snapshot: Snapshot, pdf: BlobHash) throws -> (staged: StagedLayer, annotationCount: Int) {
+        let staged = try store.stageLayer(
+            tenant: tenant, document: document, layer: layer, userID: jwt.userID, snapshot: snapshot.records,
+            revision: snapshot.revision, epoch: snapshot.epoch, pdf: pdf)
+        return (staged, snapshot.records.count)
     }
 
     // MARK: PDF
 
-    /// Returns the PDF bytes moved: 0 when the store already holds them.
-    private func fetchPDF() async throws -> Int64 {
+    /// Where the PDF stands once the server has answered: in the store already (with its
+    /// hash), or a response whose body is still to come (with the hash its ETag names).
+    enum PDFStart {
+        case stored(BlobHash)
+        case coming(HTTPClientResponse, BlobHash)
+
+        var hash: BlobHash {
+            switch self {
+            case .stored(let hash), .coming(_, let hash): hash
+            }
+        }
+    }
+
+    /// Streams the PDF's body in, if one is coming; returns the PDF bytes moved (0 when
+    /// the store held them).
+    private func finishPDF(_ start: PDFStart) async throws -> Int64 {
+        switch start {
+        case .stored: 0
+        case .coming(let response, _): try await ingest(response)
+        }
+    }
+
+    /// Asks for the PDF, unless the store holds it, and returns once the answer's headers
+    /// are in.
+    private func startPDF() async throws -> PDFStart {
         if let local = try store.intactPDF(tenant: tenant, document: document) {
             // The server answers 304 if the document's PDF is still this one.
             let response = try await api.pdf(
                 document: document, jwt: jwt.token, ifNoneMatch: local.sha256.hex, from: nil, zstd: true)
-            if response.status == .notModified { return 0 }
-            return try await ingest(response)
+            if response.status == .notModified { return .stored(local.sha256) }
+            return try coming(response)
         }
         let probe: HTTPClientResponse
         switch try store.pdfReuse(tenant: tenant) {
         case .nothingStored, .ownPDFs([]):
-            return try await ingest(
+            return try coming(
                 try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true))
         case .ownPDFs(let hashes):
             // One request: the PDF, or 304 naming which of this server's PDFs it is.
@@ -72,13 +115,24 @@ struct LayerDownload {
         }
         if probe.status == .notModified {
             if let hash = Self.etag(probe), try store.attachIntactPDF(hash, tenant: tenant, document: document) {
-                return 0
+                return .stored(hash)
             }
             let response = try await api.pdf(
                 document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true)
-            return try await ingest(response)
+            return try coming(response)
         }
-        return try await ingest(probe)
+        return try coming(probe)
+    }
+
+    /// A 200 with the PDF's hash in its ETag, its body not read yet.
+    private func coming(_ response: HTTPClientResponse) throws -> PDFStart {
+        guard response.status == .ok else {
+            throw InstantError(.invalidServerData, "the PDF download answered \(response.status.code)")
+        }
+        guard let hash = Self.etag(response) else {
+            throw InstantError(.invalidServerData, "the PDF download came without an ETag (its SHA-256)")
+        }
+        return .coming(response, hash)
     }
 
     /// Streams a 200's body into the store: the server's zstd frame as it is when it sent

@@ -112,7 +112,7 @@ public final class LayerDatabase: Sendable {
         try POSIXFile.open(path, flags: O_RDWR).sync()
     }
 
-    private static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)
+    static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)
         -> DatabaseQueue
     {
         var configuration = Configuration()

@@ -1,3 +1,5 @@
+import Foundation
+import GRDB
 /// A layer file being written in `tmp/` under a writer lock (`<key>.layer.lock`), so a
 /// sweeper can tell a live writer's file from a dead one's. The lock file holds its flock
 /// from before its name appears. Call ``cleanUp()`` when done, whether the file was
@@ -17,5 +19,23 @@ struct LayerStaging: Sendable {
         for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
         try? FileSystem.remove(lock.path)
         lock.close()
+    }
+}
+
+extension LayerDatabase {
+    /// Sets the PDF a staged layer file (in `tmp/`, not yet in the catalog) belongs to, and
+    /// makes the file whole and durable again, as ``create(at:key:metadata:records:pending:)`` leaves it.
+    static func restamp(at path: String, key: String, pdf: BlobHash?) throws(StoreError) {
+        do {
+            let queue = try openQueue(path: path, key: key, synchronous: "OFF")
+            try queue.write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [pdf?.hex]) }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            try queue.close()
+        } catch {
+            throw map(error, key: key)
+        }
+        try FileSystem.remove(path + "-wal")
+        try FileSystem.remove(path + "-shm")
+        try POSIXFile.open(path, flags: O_RDWR).sync()
     }
 }

@@ -92,53 +92,23 @@ public final class InstantStore: Sendable {
 
     /// Creates a layer from a server snapshot (taken at `revision` of `epoch`). The layer
     /// file is written completely in `tmp/` and appears in the catalog, with its document
-    /// and the document's PDF, in one transaction.
+    /// and the document's PDF, in one transaction. (``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``
+    /// and ``commitLayer(_:)`` do the same in two steps, so the file can be written while
+    /// the PDF downloads.)
     @discardableResult
     public func createLayer(
         tenant: TenantURL, document: String, layer: String, userID: String? = nil,
         snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil
     ) throws(StoreError) -> LayerDatabase {
-        try Identifier.validate(document, what: "document identifier")
-        try Identifier.validate(layer, what: "layer name")
-        if let userID { try Identifier.validate(userID, what: "user id") }
-        let staging = try LayerStaging(layout)
-        defer { staging.cleanUp() }
-        let key = staging.key
-        let tempPath = staging.path
         let pdf = try catalog.read { db -> String? in
             guard let tenantID = try catalog.tenantID(tenant, create: false, in: db) else { return nil }
             return try catalog.document(tenantID, document, in: db)?.blobSha256
         }
-        let metadata = LayerMetadata(
-            tenant: tenant, documentIdentifier: document, layerName: layer,
-            pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: userID, lastServerRevision: revision, epoch: epoch)
-        try LayerDatabase.create(at: tempPath, key: key, metadata: metadata, records: snapshot)
-        try Failpoint.check("layer.beforeCommit")
-        try catalog.write { db in
-            let now = Date()
-            var documentRow = try self.catalog.documentRow(tenant, document, in: db)
-            guard let documentID = documentRow.id else {
-                throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
-            }
-            if try self.catalog.layer(documentID, layer, in: db) != nil {
-                throw StoreError.layerAlreadyExists(document: document, layer: layer)
-            }
-            let path = self.layout.layerPath(key: key)
-            try FileSystem.rename(tempPath, path)
-            try Failpoint.check("layer.afterRename")
-            try FileSystem.syncDirectory(self.layout.layersDirectory)
-            var row = LayerRecord(
-                id: nil, documentId: documentID, name: layer.storedBytes, key: key, userId: userID?.storedBytes,
-                corrupt: false, createdAt: now, lastUsedAt: now, annotationCount: Int64(snapshot.count),
-                pendingCount: 0, bytes: (try FileSystem.fileSize(path)) ?? 0)
-            try row.insert(db)
-            documentRow.layerCount += 1
-            documentRow.lastUsedAt = now
-            try documentRow.update(db)
-            try Failpoint.check("layer.afterInsert")
-        }
-        try Failpoint.check("layer.afterCommit")
-        return try openHookedLayer(key: key)
+        let staged = try stageLayer(
+            tenant: tenant, document: document, layer: layer, userID: userID, snapshot: snapshot, revision: revision,
+            epoch: epoch, pdf: pdf.flatMap { BlobHash(hex: $0) })
+        try commitLayer(staged)
+        return try openHookedLayer(key: staged.key)
     }
 
     /// Opens a stored layer for reading and changing its annotations.

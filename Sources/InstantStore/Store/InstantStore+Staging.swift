@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// A layer made in two steps: its file is written and synced in `tmp/` (which takes
+/// longest), then it appears in the catalog. A download writes the file while the PDF is
+/// still arriving, and commits it once the PDF is in.
+///
+/// ```swift
+/// let staged = try store.stageLayer(tenant: tenant, document: "report", layer: "", snapshot: records, pdf: etag)
+/// // … the PDF is ingested meanwhile …
+/// try store.commitLayer(staged)
+/// ```
+extension InstantStore {
+    /// Writes a complete layer file in `tmp/`, fsynced, that no listing shows until
+    /// ``commitLayer(_:)``. `pdf` is the hash the document's PDF will have (the server's
+    /// ETag); the commit corrects it if the catalog says otherwise by then.
+    public func stageLayer(
+        tenant: TenantURL, document: String, layer: String, userID: String? = nil,
+        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?
+    ) throws(StoreError) -> StagedLayer {
+        try Identifier.validate(document, what: "document identifier")
+        try Identifier.validate(layer, what: "layer name")
+        if let userID { try Identifier.validate(userID, what: "user id") }
+        let staging = try LayerStaging(layout)
+        let staged = StagedLayer(
+            staging: staging, tenant: tenant, document: document, layer: layer, userID: userID,
+            annotationCount: snapshot.count, pdf: pdf)
+        let metadata = LayerMetadata(
+            tenant: tenant, documentIdentifier: document, layerName: layer, pdfSHA256: pdf, userID: userID,
+            lastServerRevision: revision, epoch: epoch)
+        // On failure, `staged` goes out of scope and removes what was written.
+        try LayerDatabase.create(at: staging.path, key: staging.key, metadata: metadata, records: snapshot)
+        return staged
+    }
+
+    /// Makes a staged layer appear in the catalog, in one transaction with its document's
+    /// row: renamed into `layers/`, then recorded. Fails with `layerAlreadyExists` when
+    /// another process stored the layer meanwhile, and `noSuchDocument` when the document
+    /// is not in the store (its PDF not stored). A staged layer is committed at most once.
+    public func commitLayer(_ staged: StagedLayer) throws(StoreError) {
+        try Failpoint.check("layer.beforeCommit")
+        let path = layout.layerPath(key: staged.key)
+        try catalog.write { db in
+            let now = Date()
+            var documentRow = try self.catalog.documentRow(staged.tenant, staged.document, in: db)
+            guard let documentID = documentRow.id else {
+                throw StoreError.noSuchDocument(tenant: staged.tenant.string, document: staged.document)
+            }
+            if try self.catalog.layer(documentID, staged.layer, in: db) != nil {
+                throw StoreError.layerAlreadyExists(document: staged.document, layer: staged.layer)
+            }
+            // The file names the PDF the document has now (another process may have
+            // replaced it while the file was written): rare, so corrected here.
+            let pdf = documentRow.blobSha256.flatMap { BlobHash(hex: $0) }
+            if pdf != staged.pdf { try LayerDatabase.restamp(at: staged.staging.path, key: staged.key, pdf: pdf) }
+            try staged.markCommitted()
+            try FileSystem.rename(staged.staging.path, path)
+            try Failpoint.check("layer.afterRename")
+            try FileSystem.syncDirectory(self.layout.layersDirectory)
+            var row = LayerRecord(
+                id: nil, documentId: documentID, name: staged.layer.storedBytes, key: staged.key,
+                userId: staged.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
+                annotationCount: Int64(staged.annotationCount), pendingCount: 0,
+                bytes: (try FileSystem.fileSize(path)) ?? 0)
+            try row.insert(db)
+            documentRow.layerCount += 1
+            documentRow.lastUsedAt = now
+            try documentRow.update(db)
+            try Failpoint.check("layer.afterInsert")
+        }
+        staged.cleanUp()
+        try Failpoint.check("layer.afterCommit")
+    }
+}
+
+/// A layer file written in `tmp/` by ``InstantStore/stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``,
+/// waiting for ``InstantStore/commitLayer(_:)``. Released without a commit, it removes
+/// its file (a process killed first leaves it to the sweep of dead temp files).
+public final class StagedLayer: Sendable {
+    let staging: LayerStaging
+    let tenant: TenantURL
+    let document: String
+    let layer: String
+    let userID: String?
+    let annotationCount: Int
+    let pdf: BlobHash?
+    private let state = Mutex((committed: false, cleanedUp: false))
+
+    /// The layer's file key (its name under `layers/`).
+    public var key: String { staging.key }
+
+    init(
+        staging: LayerStaging, tenant: TenantURL, document: String, layer: String, userID: String?,
+        annotationCount: Int, pdf: BlobHash?
+    ) {
+        self.staging = staging
+        self.tenant = tenant
+        self.document = document
+        self.layer = layer
+        self.userID = userID
+        self.annotationCount = annotationCount
+        self.pdf = pdf
+    }
+
+    /// Claims the one commit (before the rename, inside the catalog transaction).
+    func markCommitted() throws(StoreError) {
+        let first = state.withLock { state in
+            defer { state.committed = true }
+            return !state.committed && !state.cleanedUp
+        }
+        guard first else { throw StoreError.layerAlreadyExists(document: document, layer: layer) }
+    }
+
+    /// Removes what is left in `tmp/` (all of it, unless committed), once.
+    func cleanUp() {
+        let first = state.withLock { state in
+            defer { state.cleanedUp = true }
+            return !state.cleanedUp
+        }
+        if first { staging.cleanUp() }
+    }
+
+    deinit { cleanUp() }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// A layer made in two steps (a download writes the file while the PDF arrives): nothing
+/// shows until the commit, a released stage leaves nothing behind, and the file names the
+/// PDF the catalog has when it is committed.
+@Suite struct StagedLayerTests {
+    private func tmpEntries(_ scratch: Scratch) -> [String] { scratch.files(in: "tmp") }
+
+    @Test func nothingShowsUntilTheCommitAndAReleasedStageLeavesNothing() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        do {
+            let staged = try scratch.store.stageLayer(
+                tenant: Scratch.tenant, document: "d", layer: "",
+                snapshot: [ServerRecord(id: "a", content: note("a"), revision: 3)], revision: 3, pdf: pdf.sha256)
+            #expect(!tmpEntries(scratch).isEmpty, "the file is written in tmp/")
+            #expect(throws: StoreError.self) {
+                try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+            }
+            _ = staged
+        }
+        #expect(tmpEntries(scratch).isEmpty, "released without a commit, it removed its file and lock")
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func theCommittedFileNamesTheCatalogsPDF() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let first = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        let staged = try scratch.store.stageLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: [], pdf: first.sha256)
+        // Another process replaces the document's PDF while the file waits.
+        let second = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 2)))
+        try scratch.store.commitLayer(staged)
+        #expect(tmpEntries(scratch).isEmpty)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { layer.close() }
+        #expect(try layer.metadata().pdfSHA256 == second.sha256)
+        #expect(throws: StoreError.self) { try scratch.store.commitLayer(staged) }
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    @Test func aSecondStageOfAStoredLayerIsRefusedAtTheCommit() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        do {
+            let one = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: pdf.sha256)
+            let two = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: pdf.sha256)
+            try scratch.store.commitLayer(one)
+            #expect {
+                try scratch.store.commitLayer(two)
+            } throws: { error in
+                if case .layerAlreadyExists = error as? StoreError { true } else { false }
+            }
+        }
+        #expect(tmpEntries(scratch).isEmpty, "the refused stage removed its file once released")
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+}
