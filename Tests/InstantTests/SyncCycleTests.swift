@@ -184,6 +184,46 @@ import Testing
         }
     }
 
+    /// A retry carrying a replayed change (its first answer lost) and a fresh one: the
+    /// replayed record comes back as it is now (another writer changed it meanwhile), the
+    /// fresh one is the client's own at the sync's revision.
+    @Test func aRetryWithReplayedAndFreshChangesEndsAsTheServerHasIt() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            clientA.retryPolicy = RetryPolicy(initialDelay: .seconds(60), maximumDelay: .seconds(60))
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            try a.editableDocument.add(note("first", id: "n1"))
+            h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync")
+            #expect(await failure(of: a.sync())?.code == .requestFailed)
+            try await b.sync().result()
+            try b.editableDocument.update("n1", content: note("bob's"))
+            try await b.sync().result()
+            try a.editableDocument.add(note("second", id: "n2"))
+            try await a.sync().result()
+
+            #expect(a.documentState == .clean)
+            #expect(try a.editableDocument.annotation(withID: "n1")?.content["text"] == .string("bob's"))
+            let onServer = try await h.serverAnnotations("doc")
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            let layer = try store.openLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            defer { layer.close() }
+            let local = try layer.annotations()
+            #expect(local.map(\.id).sorted() == ["n1", "n2"] && onServer.map(\.id).sorted() == ["n1", "n2"])
+            for record in local {
+                let server = try #require(onServer.first { $0.id == record.id })
+                #expect(try JSONValue.parse(record.content) == server.content, "\(record.id)")
+            }
+            // Revisions: ana's n1 (1), bob's update (2), ana's n2 (3).
+            #expect(local.first { $0.id == "n2" }?.serverRevision == 3)
+            #expect(local.first { $0.id == "n1" }?.serverRevision == 2)
+            #expect(try layer.pendingChangeCount() == 0)
+        }
+    }
+
     @Test func aLostResponseIsSentAgainAndAppliedOnce() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

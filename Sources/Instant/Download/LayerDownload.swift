@@ -100,7 +100,8 @@ struct LayerDownload {
             return try coming(response)
         }
         let probe: HTTPClientResponse
-        switch try store.pdfReuse(tenant: tenant) {
+        let reuse = try store.pdfReuse(tenant: tenant)
+        switch reuse {
         case .nothingStored, .ownPDFs([]):
             return try coming(
                 try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true))
@@ -114,6 +115,11 @@ struct LayerDownload {
             probe = try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: "*", from: nil, zstd: true)
         }
         if probe.status == .notModified {
+            if case .ownPDFs(let named) = reuse, let hash = Self.etag(probe), !named.contains(hash) {
+                // A 304 may only name one of the PDFs we named: attaching another would tell
+                // this server, by whether a GET follows, that the store holds it.
+                throw InstantError(.invalidServerData, "the server answered 304 for a PDF that was not asked about")
+            }
             if let hash = Self.etag(probe), try store.attachIntactPDF(hash, tenant: tenant, document: document) {
                 return .stored(hash)
             }

@@ -88,17 +88,26 @@ struct SyncRound {
         // content, no permission). Until then a failure leaves them pending, and sending
         // them again gets the same verdicts.
         let rejected = zip(pending, response.results).filter { !$0.1.accepted }
+        // A replayed change was applied in an earlier request; its record comes back in the
+        // answer only if it changed after our base. After a reset, the base can lie past
+        // it, and the record (perhaps changed since by another writer) must come from a
+        // snapshot rather than from our pending change.
+        let replayed = zip(pending, response.results).filter { $0.1.accepted && $0.1.replayed }
         let acknowledged = pending.last?.sequence
         var changed = Set<String>()
         var page = response
         // The records our changes wrote now are not in the answer: they are those changes,
         // at `ownRevision`. They go first, in the first page's transaction; what the
         // pages bring (later writers) goes over them.
-        page.changes = try Self.ownChanges(request.changes, response) + page.changes
+        page.changes =
+            try Self.ownChanges(request.changes, response, base: meta.lastServerRevision) + page.changes
         while true {
             changed.formUnion(page.changes.map(\.id))
             let last = page.next == nil
-            let needsSnapshot = last && rejected.contains { !changed.contains($0.0.annotationID) }
+            let needsSnapshot =
+                last
+                && (rejected.contains { !changed.contains($0.0.annotationID) }
+                    || replayed.contains { !changed.contains($0.0.annotationID) })
             let finishes = last && !needsSnapshot
             try layer.applyServerChanges(
                 try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
@@ -203,12 +212,18 @@ struct SyncRound {
     /// answer's `ownRevision` (left out of its changes); none when it left nothing out.
     /// Replayed verdicts are not among them: the records those wrote come in the answer
     /// when they changed after the request's base.
-    static func ownChanges(_ sent: [ClientChange], _ response: SyncResponse) throws -> [WireServerChange] {
+    static func ownChanges(_ sent: [ClientChange], _ response: SyncResponse, base: Int64) throws
+        -> [WireServerChange]
+    {
         guard let revision = response.ownRevision else { return [] }
-        guard revision > 0, revision <= response.revision else {
+        // A fresh write lies past the base, and nothing else in the answer has its revision.
+        guard revision > base, revision <= response.revision,
+            !response.changes.contains(where: { $0.revision == revision })
+        else {
             throw InstantError(
                 .invalidServerData,
-                "the server put this sync's changes at revision \(revision), past its revision \(response.revision)")
+                "the server put this sync's changes at revision \(revision) (base \(base), layer \(response.revision)), where they cannot be"
+            )
         }
         return zip(sent, response.results).compactMap { change, result in
             guard result.accepted && !result.replayed else { return nil }
