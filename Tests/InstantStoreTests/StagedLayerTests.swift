@@ -47,6 +47,27 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// The document (and its PDF) was removed while the file waited: a download's commit
+    /// must not bring it back without its PDF.
+    @Test func aCommitRequiringThePDFFailsOnceTheDocumentIsGone() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        do {
+            let staged = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "", pdf: pdf.sha256)
+            try scratch.store.removeDocument(tenant: Scratch.tenant, document: "d")
+            #expect {
+                try scratch.store.commitLayer(staged, requiringPDF: true)
+            } throws: { error in
+                if case .documentHasNoPDF = error as? StoreError { true } else { false }
+            }
+        }
+        #expect(try scratch.store.cacheEntries(tenant: Scratch.tenant).isEmpty, "the document stays removed")
+        #expect(tmpEntries(scratch).isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     @Test func aSecondStageOfAStoredLayerIsRefusedAtTheCommit() throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }

@@ -39,7 +39,7 @@ struct LayerDownload {
         try Failpoint.check("download.afterSnapshot")
         try Task.checkCancellation()
         do {
-            try store.commitLayer(layerFile.staged)
+            try store.commitLayer(layerFile.staged, requiringPDF: true)
         } catch .layerAlreadyExists {
             throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
         }

@@ -36,12 +36,21 @@ extension InstantStore {
 
     /// Makes a staged layer appear in the catalog, in one transaction with its document's
     /// row: renamed into `layers/`, then recorded. Fails with `layerAlreadyExists` when
-    /// another process stored the layer meanwhile, and `noSuchDocument` when the document
-    /// is not in the store (its PDF not stored). A staged layer is committed at most once.
-    public func commitLayer(_ staged: StagedLayer) throws(StoreError) {
+    /// another process stored the layer meanwhile. A staged layer is committed at most once.
+    ///
+    /// With `requiringPDF` (a download, whose PDF was stored just before), fails with
+    /// `documentHasNoPDF` when the document or its PDF is no longer in the store (removed
+    /// meanwhile, by this process or another): the layer must not bring back a document
+    /// without its PDF. Without it, a missing document is created, with no PDF.
+    public func commitLayer(_ staged: StagedLayer, requiringPDF: Bool = false) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
         let path = layout.layerPath(key: staged.key)
         try catalog.write { db in
+            if requiringPDF {
+                guard let tenantID = try self.catalog.tenantID(staged.tenant, create: false, in: db),
+                    try self.catalog.document(tenantID, staged.document, in: db)?.blobSha256 != nil
+                else { throw StoreError.documentHasNoPDF(tenant: staged.tenant.string, document: staged.document) }
+            }
             let now = Date()
             var documentRow = try self.catalog.documentRow(staged.tenant, staged.document, in: db)
             guard let documentID = documentRow.id else {
