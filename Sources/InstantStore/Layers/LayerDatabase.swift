@@ -101,15 +101,11 @@ public final class LayerDatabase: Sendable {
                 }
                 try reapplyPending(db)
             }
-            // Fold the WAL into the main file so the one file is the whole layer.
-            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-            try queue.close()
+            try sealStaged(queue)
         } catch {
             throw map(error, key: key)
         }
-        try FileSystem.remove(path + "-wal")
-        try FileSystem.remove(path + "-shm")
-        try POSIXFile.open(path, flags: O_RDWR).sync()
+        try syncStaged(at: path)
     }
 
     static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)

@@ -29,11 +29,21 @@ extension LayerDatabase {
         do {
             let queue = try openQueue(path: path, key: key, synchronous: "OFF")
             try queue.write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [pdf?.hex]) }
-            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-            try queue.close()
+            try sealStaged(queue)
         } catch {
             throw map(error, key: key)
         }
+        try syncStaged(at: path)
+    }
+
+    /// Folds the WAL into the main file, so the one file is the whole layer, and closes it.
+    static func sealStaged(_ queue: DatabaseQueue) throws {
+        _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        try queue.close()
+    }
+
+    /// Removes what the sealed file's WAL left and makes the file durable (its only sync).
+    static func syncStaged(at path: String) throws(StoreError) {
         try FileSystem.remove(path + "-wal")
         try FileSystem.remove(path + "-shm")
         try POSIXFile.open(path, flags: O_RDWR).sync()
