@@ -69,6 +69,22 @@ import Testing
         #expect(try layer.pendingChanges().count == 1)
     }
 
+    @Test func aBatchThatFailsLeavesNothingAndTheNextWriteCommits() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(throws: StoreError.noSuchAnnotation(id: "missing")) {
+            try layer.apply([.create(id: "a", content: note("a")), .update(id: "missing", content: note(""))])
+        }
+        #expect(try layer.annotations().isEmpty && layer.pendingChanges().isEmpty)
+        // The failed batch was rolled back, not left open: this write commits on its own.
+        try layer.create(id: "b", content: note("b"))
+        let other = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try other.annotations().map(\.id) == ["b"])
+        #expect(try other.pendingChanges().map(\.annotationID) == ["b"])
+        other.close()
+        layer.close()
+    }
+
     @Test(arguments: ["../x", "a/b/../../c", "nul\u{0}inside", "", "ünïcødé 📄", String(repeating: "é", count: 512)])
     func opaqueIdentifiersNeverBecomePaths(identifier: String) throws {
         let scratch = try Scratch()

@@ -221,12 +221,12 @@ public final class LayerDatabase: Sendable {
         while true {
             do {
                 try queue.writeWithoutTransaction { db in
-                    try db.inTransaction(.immediate) {
-                        let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? true
+                    try LayerDatabase.immediateTransaction(db) {
+                        let removed =
+                            try Bool.fetchOne(db.cachedStatement(sql: "SELECT removed FROM meta")) ?? true
                         if removed { throw MarkedRemoved() }
                         try body(db)
                         try Failpoint.check("layer.beforeCommit", path: self.path)
-                        return .commit
                     }
                 }
                 break
@@ -242,6 +242,23 @@ public final class LayerDatabase: Sendable {
             }
         }
         hooks.didWrite(self)
+    }
+
+    /// GRDB's `inTransaction(.immediate)` with its `BEGIN` and `COMMIT` prepared once per
+    /// connection instead of on every call: a local change is one short transaction, and
+    /// preparing those two statements (and `SELECT removed`) was a tenth of its CPU time.
+    /// Rolls back when `body` or the commit throws, and rethrows the first error.
+    static func immediateTransaction(_ db: Database, _ body: () throws -> Void) throws {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            try body()
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+        } catch {
+            // A failed statement may have rolled the transaction back already (SQLITE_FULL,
+            // SQLITE_IOERR…); a failed COMMIT leaves it open.
+            if db.isInsideTransaction { try? db.execute(sql: "ROLLBACK TRANSACTION") }
+            throw error
+        }
     }
 
     /// Tells the store at once when the file turns out corrupt, so listings show it `invalid`.

@@ -13,7 +13,7 @@ import Synchronization
 /// power cut forgets is drift that verify reports and repair recomputes.
 final class SummaryRefresher: Sendable {
     /// How long writes are gathered into one refresh.
-    static let delay = DispatchTimeInterval.milliseconds(20)
+    static let delay = DispatchTimeInterval.milliseconds(250)
     /// Refreshes wait for the catalog's write lock here, not on a task's thread.
     private static let queue = DispatchQueue(label: "InstantStore.layerSummaries")
 
