@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // libzstd, found through pkg-config (Debian: libzstd-dev).
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "Instant", "InstantStore", "InstantProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The reference sync server: Document Engine-shaped REST API and the /i/v1 client API.
@@ -186,7 +188,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "InstantctlTests", dependencies: ["Instant", "InstantStore", "InstantProtocol", "TestSupport"]),
+        .testTarget(
+            name: "InstantctlTests",
+            dependencies: [
+                "Instant", "InstantStore", "InstantProtocol", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "InstantStoreTests",
             dependencies: ["InstantStore", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]

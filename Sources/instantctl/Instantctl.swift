@@ -25,7 +25,9 @@ struct Instantctl: AsyncParsableCommand {
             """,
         version: "0.4.0",
         subcommands: [
-            List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self, Demo.self,
+            List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self,
+            Metrics.self,
+            Demo.self,
         ]
     )
 
