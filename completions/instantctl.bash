@@ -173,13 +173,13 @@ _instantctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    ls|du|prune|rm|verify|quarantine|metrics|demo|help)
+    ls|du|prune|rm|verify|quarantine|cache|metrics|demo|help)
         # Offer subcommand argument completions
         "_instantctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine metrics demo help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine cache metrics demo help' -- "${cur}"))
         ;;
     esac
 }
@@ -393,6 +393,26 @@ _instantctl_quarantine_export() {
     case "${positional_number}" in
     1)
         __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion quarantine export -- positional@0 "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_instantctl_cache() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --problems --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --tenant)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--tenant')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion cache -- --tenant "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
         return
         ;;
     esac

@@ -26,7 +26,7 @@ struct Instantctl: AsyncParsableCommand {
         version: "0.4.0",
         subcommands: [
             List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self,
-            Metrics.self,
+            CacheEntries.self, Metrics.self,
             Demo.self,
         ]
     )

@@ -22,7 +22,8 @@ public struct InstantCacheEntry: Sendable, Equatable {
     public var downloadedLayerNames: Set<String>
     public var entryState: State
 
-    init(_ entry: CacheEntry) {
+    /// The client's view of a store entry (`instantctl cache` shows every tenant's this way).
+    public init(_ entry: CacheEntry) {
         documentIdentifier = entry.documentIdentifier
         overallDiskSpace = entry.overallDiskSpace
         downloadedLayerNames = Set(entry.downloadedLayerNames)
