@@ -69,6 +69,23 @@ import Testing
         #expect(try layer.pendingChanges().count == 1)
     }
 
+    @Test func aCleanLayerThatGetsALocalChangeListsAsDirtyAtOnce() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        // A server page first: the catalog lists the layer clean, and later writes within
+        // the next 250 ms are gathered into one refresh...
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "s", content: note("server"), revision: 1)], newRevision: 1,
+            acknowledgedThrough: nil)
+        #expect(try scratch.store.localDescriptors().first?.pendingChangeCount == 0)
+        // ...except a local change to a layer listed clean: a process killed now must not
+        // leave it listed clean.
+        try layer.create(id: "a", content: note("local"))
+        #expect(try scratch.store.localDescriptors().first?.pendingChangeCount == 1)
+        #expect(try scratch.store.localDescriptors().first?.state == .dirty)
+        layer.close()
+    }
+
     @Test func aBatchThatFailsLeavesNothingAndTheNextWriteCommits() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")

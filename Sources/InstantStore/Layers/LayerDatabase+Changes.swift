@@ -31,7 +31,7 @@ extension LayerDatabase {
             case .delete: break
             }
         }
-        try write { db in
+        try write(addsPending: true) { db in
             for change in changes {
                 switch change {
                 case .create(let id, let content):

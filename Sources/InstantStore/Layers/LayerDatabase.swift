@@ -216,7 +216,7 @@ public final class LayerDatabase: Sendable {
     /// happened (``LayerHooks/resolveMark``): a removal that was refused, rolled back or
     /// killed leaves its mark behind, and that mark is cleared rather than reported, so
     /// nobody sees `layerRemoved` for a layer that is still there.
-    func write(_ body: (Database) throws -> Void) throws(StoreError) {
+    func write(addsPending: Bool = false, _ body: (Database) throws -> Void) throws(StoreError) {
         var resolved = false
         while true {
             do {
@@ -241,7 +241,7 @@ public final class LayerDatabase: Sendable {
                 throw flagged(LayerDatabase.map(error, key: key))
             }
         }
-        hooks.didWrite(self)
+        hooks.didWrite(self, addsPending)
     }
 
     /// GRDB's `inTransaction(.immediate)` with its `BEGIN` and `COMMIT` prepared once per
@@ -252,6 +252,13 @@ public final class LayerDatabase: Sendable {
         try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         do {
             try body()
+            // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL, IOERR,
+            // NOMEM…). A body that caught one and went on would have run its later statements
+            // in autocommit mode, each durable on its own: refuse rather than report success.
+            guard db.isInsideTransaction else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_ABORT, message: "the transaction was rolled back before its end")
+            }
             try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
         } catch {
             // A failed statement may have rolled the transaction back already (SQLITE_FULL,
@@ -353,7 +360,8 @@ public final class LayerDatabase: Sendable {
 /// transaction (removal, repair) get none: the hooks write to the catalog themselves.
 struct LayerHooks: Sendable {
     /// After each local write.
-    var didWrite: @Sendable (LayerDatabase) -> Void = { _ in }
+    /// A write committed; the flag says it recorded local changes.
+    var didWrite: @Sendable (LayerDatabase, Bool) -> Void = { _, _ in }
     /// Before the handle closes.
     var willClose: (@Sendable (LayerDatabase) -> Void)?
     /// A write found the removed mark: returns true when the removal never committed (the

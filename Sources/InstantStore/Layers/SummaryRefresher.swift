@@ -23,6 +23,8 @@ final class SummaryRefresher: Sendable {
     /// Set (on the queue) when the layer closes: a refresh still scheduled then must not
     /// touch the closed connection.
     private let closed = Mutex(false)
+    /// The last refresh wrote a pending count of 0.
+    private let publishedClean = Mutex(false)
 
     init(catalog: Catalog, key: String) {
         self.catalog = catalog
@@ -32,15 +34,22 @@ final class SummaryRefresher: Sendable {
     /// Refreshes scheduled in this process and not run yet, so verify can run them first.
     private static let waiting = Mutex<[ObjectIdentifier: (SummaryRefresher, LayerDatabase)]>([:])
 
-    /// A write committed: refresh soon (once for every write until then).
-    func didWrite(_ layer: LayerDatabase) {
+    /// A write committed: refresh soon (once for every write until then). `addedPending`:
+    /// the write recorded local changes.
+    func didWrite(_ layer: LayerDatabase, addedPending: Bool) {
         let first = scheduled.withLock { scheduled in
             defer { scheduled = true }
             return !scheduled
         }
-        guard first else { return }
-        // The first write after a quiet spell goes in at once (a layer that just became
-        // dirty must not list as clean if the app dies now); the rest are gathered.
+        guard first else {
+            // A layer the catalog lists as clean that just became dirty goes in at once too,
+            // even inside a spell of writes (a sync emptied it, then the app edited it): if
+            // the app dies now, it must not list as clean.
+            if addedPending && publishedClean.withLock({ $0 }) { Self.queue.sync { refresh(layer) } }
+            return
+        }
+        // The first write after a quiet spell goes in at once (the same reason); the rest
+        // are gathered.
         Self.queue.sync { refresh(layer) }
         Self.waiting.withLock { $0[ObjectIdentifier(self)] = (self, layer) }
         Self.queue.asyncAfter(deadline: .now() + Self.delay) {
@@ -51,7 +60,7 @@ final class SummaryRefresher: Sendable {
     }
 
     /// Runs every refresh this process has scheduled, now: verify calls it so that it does
-    /// not report the last few milliseconds of this process's own writes as drift.
+    /// not report the last moments (up to ``delay``) of this process's own writes as drift.
     static func flushAll() {
         let all = waiting.withLock { Array($0.values) }
         queue.sync { for (refresher, layer) in all { refresher.refresh(layer) } }
@@ -69,10 +78,17 @@ final class SummaryRefresher: Sendable {
     /// the queue only.
     private func refresh(_ layer: LayerDatabase) {
         guard !closed.withLock({ $0 }), let summary = try? layer.summary() else { return }
-        try? catalog.write(durability: .deferred) { db in
-            try db.execute(
-                sql: "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
-                arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
+        do {
+            try catalog.write(durability: .deferred) { db in
+                try db.execute(
+                    sql:
+                        "UPDATE layer SET annotationCount = ?, pendingCount = ?, bytes = ?, lastUsedAt = ? WHERE key = ?",
+                    arguments: [summary.annotationCount, summary.pendingCount, summary.bytes, Date(), key])
+            }
+            publishedClean.withLock { $0 = summary.pendingCount == 0 }
+        } catch {
+            // Drift that verify reports and repair recomputes; the layer file is the authority.
+            publishedClean.withLock { $0 = false }
         }
     }
 }

@@ -160,7 +160,7 @@ public final class InstantStore: Sendable {
     func openHookedLayer(key: String) throws(StoreError) -> LayerDatabase {
         let summaries = SummaryRefresher(catalog: catalog, key: key)
         let hooks = LayerHooks(
-            didWrite: { layer in summaries.didWrite(layer) },
+            didWrite: { layer, addedPending in summaries.didWrite(layer, addedPending: addedPending) },
             willClose: { layer in summaries.willClose(layer) },
             resolveMark: { [self] (layer) throws(StoreError) in try self.resolveStaleMark(layer) },
             flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) })

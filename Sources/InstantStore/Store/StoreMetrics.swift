@@ -80,10 +80,10 @@ extension InstantStore {
                     GROUP BY tenant.id
                     ORDER BY tenant.url
                     """)
-            let tenants = try rows.map { row -> StoreMetrics.Tenant in
+            let tenants = rows.map { row -> StoreMetrics.Tenant in
                 let url: String = row["url"]
                 return StoreMetrics.Tenant(
-                    tenant: try TenantURL(url), documents: row["documents"], layers: row["layers"],
+                    tenant: TenantURL(normalized: url), documents: row["documents"], layers: row["layers"],
                     annotations: row["annotations"], pendingChanges: row["pendingChanges"],
                     layersWithPendingChanges: row["layersWithPendingChanges"], layerBytes: row["layerBytes"],
                     storedBytes: stored[url] ?? row["layerBytes"], corruptLayers: row["corruptLayers"],

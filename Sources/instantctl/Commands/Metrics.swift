@@ -25,8 +25,10 @@ struct Metrics: ParsableCommand {
             PDFs, stored and reclaimable bytes, PDFs never verified, the time of the last and \
             of the oldest deep verification of a PDF (0: never), quarantined files and bytes.
 
-            It reads the catalog only and takes no lock a writer waits for. With --json, the \
-            same figures as one JSON object.
+            Every series has a store label (the store's directory), so several stores on one \
+            machine give distinct series. It reads the catalog (opening the store finishes an \
+            interrupted catalog rebuild first, as every command does) and writes nothing else. \
+            With --json, the same figures as one JSON object.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -47,7 +49,7 @@ struct Metrics: ParsableCommand {
             encoder.dateEncodingStrategy = .iso8601
             bytes = Array(try encoder.encode(metrics)) + [UInt8(ascii: "\n")]
         } else {
-            bytes = MetricsExposition.render(metrics)
+            bytes = MetricsExposition.render(metrics, store: options.rootURL.standardizedFileURL.path)
         }
         guard let output else {
             options.output.print(lines: bytes)
@@ -57,34 +59,37 @@ struct Metrics: ParsableCommand {
     }
 
     /// Writes a sibling file and renames it over `path`: a reader sees the old file or the
-    /// new one. The sibling's name starts with a dot and does not end in `.prom`, so the
-    /// textfile collector never reads it.
+    /// new one, also after a power cut (the file is synced before the rename). The sibling
+    /// has a random name that starts with a dot and does not end in `.prom`, so the textfile
+    /// collector never reads it; it is created exclusively (never through a planted symlink)
+    /// and made readable by the collector's user (0644, whatever the umask).
     static func replace(_ path: String, with bytes: [UInt8]) throws {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).tmp").path
         func failure(_ what: String) -> CommandError {
             CommandError(
                 message: "cannot \(what) \(path): \(String(cString: strerror(errno)))", status: ExitStatus.problems)
         }
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw failure("write") }
         var written = 0
+        var failed: CommandError?
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                let error = failure("write")
-                close(fd)
-                unlink(temporary)
-                throw error
+                failed = failure("write")
+                break
             }
             written += count
         }
-        guard close(fd) == 0, rename(temporary, url.path) == 0 else {
-            let error = failure("replace")
+        if failed == nil && (fchmod(fd, 0o644) != 0 || fsync(fd) != 0) { failed = failure("write") }
+        if close(fd) != 0 && failed == nil { failed = failure("write") }
+        if failed == nil && rename(temporary, url.path) != 0 { failed = failure("replace") }
+        if let failed {
             unlink(temporary)
-            throw error
+            throw failed
         }
     }
 }
@@ -92,13 +97,15 @@ struct Metrics: ParsableCommand {
 /// The store's figures as Prometheus gauges, through swift-prometheus's registry (which
 /// writes the text format and escapes label values).
 enum MetricsExposition {
-    static func render(_ metrics: StoreMetrics) -> [UInt8] {
+    /// Every series carries `store` (the store's directory), so that several stores on
+    /// one machine (a server's and users' caches) give distinct series.
+    static func render(_ metrics: StoreMetrics, store: String) -> [UInt8] {
         let registry = PrometheusCollectorRegistry()
         func gauge(_ name: String, unit: String = "", _ help: String, _ labels: [(String, String)] = []) -> Gauge {
             registry.makeGauge(
                 descriptor: MetricNameDescriptor(
                     namespace: "instant", subsystem: "store", metricName: name, unitName: unit, helpText: help),
-                labels: labels)
+                labels: [("store", store)] + labels)
         }
         for tenant in metrics.tenants {
             let label = [("tenant", tenant.tenant.string)]
