@@ -191,7 +191,8 @@ let package = Package(
         .testTarget(
             name: "InstantctlTests",
             dependencies: [
-                "Instant", "InstantStore", "InstantProtocol", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "Instant", "InstantStore", "InstantProtocol", "TestSupport", "ServerTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

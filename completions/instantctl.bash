@@ -173,13 +173,13 @@ _instantctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    ls|du|prune|rm|verify|quarantine|cache|metrics|demo|help)
+    ls|du|prune|rm|verify|quarantine|download|sync|cache|metrics|demo|help)
         # Offer subcommand argument completions
         "_instantctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine cache metrics demo help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine download sync cache metrics demo help' -- "${cur}"))
         ;;
     esac
 }
@@ -393,6 +393,64 @@ _instantctl_quarantine_export() {
     case "${positional_number}" in
     1)
         __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion quarantine export -- positional@0 "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_instantctl_download() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --server --jwt --jwt-file --timeout)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion download -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--jwt')
+        return
+        ;;
+    '--jwt-file')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    esac
+}
+
+_instantctl_sync() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --server --jwt --jwt-file --timeout)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion sync -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--jwt')
+        return
+        ;;
+    '--jwt-file')
+        return
+        ;;
+    '--timeout')
         return
         ;;
     esac

@@ -6,7 +6,7 @@ import InstantStore
 struct Instantctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "instantctl",
-        abstract: "Inspect, prune, remove and verify the local Instant store.",
+        abstract: "Inspect, prune, remove and verify the local Instant store; download and sync documents.",
         discussion: """
             The store holds the PDFs (stored once, however many documents and servers use them) \
             and one annotation database per layer. It lives in --root, else $INSTANT_HOME, else \
@@ -22,10 +22,17 @@ struct Instantctl: AsyncParsableCommand {
               3  refused: local changes not yet synced would be lost (see rm --force, --export), \
             or the store is a server's data directory (its PDFs are originals: nothing is removed)
               4  the store is busy (locked by another process) or cannot be read
+              5  the server could not be reached, or kept failing, after the client's retries: \
+            check --server and the network, then run the command again
+              6  the server refused the JWT (expired, another document, no permission), or the \
+            layer belongs to another user: get a new JWT, or rm the local layer
+              7  the server has no such document (it may have been deleted): rm removes the \
+            local copy
             """,
         version: "0.4.0",
         subcommands: [
             List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self,
+            Download.self, Sync.self,
             CacheEntries.self, Metrics.self,
             Demo.self,
         ]

@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantStore
+
+/// How the client commands reach a server: its URL and the JWT. A JWT is never written to
+/// disk, printed, or repeated in an error.
+struct ClientOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The server (a tenant of the store; default: the one tenant holding the document).", valueName: "url"),
+        completion: StoreCompletions.tenants)
+    var server: String?
+
+    @Option(help: ArgumentHelp("The JWT (else $INSTANT_JWT, else --jwt-file).", valueName: "jwt"))
+    var jwt: String?
+
+    @Option(help: ArgumentHelp("Read the JWT from this file, or from standard input with -.", valueName: "path"))
+    var jwtFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Give up when the server has not answered after this many seconds of retries (exit status 5).",
+            valueName: "seconds"))
+    var timeout: Int = 120
+
+    func validate() throws {
+        guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second") }
+    }
+
+    /// Waits for `operation`, cancelling it after --timeout: a server that cannot be
+    /// reached is retried until then, and the command then ends with exit status 5.
+    func wait(for operation: InstantOperation) async throws {
+        let start = ContinuousClock.now
+        let limit = Duration.seconds(timeout)
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            operation.cancel()
+        }
+        defer { watchdog.cancel() }
+        do {
+            try await operation.result()
+        } catch {
+            guard ContinuousClock.now - start >= limit else { throw error }
+            throw CommandError(
+                message:
+                    "no answer from the server within \(timeout) s (--timeout); check --server and the network, then run the command again",
+                status: ExitStatus.network)
+        }
+    }
+
+    /// The JWT from --jwt, $INSTANT_JWT or --jwt-file, in that order of precedence.
+    func token() throws -> String {
+        if let jwt { return jwt }
+        if let jwtFile {
+            let data: Data
+            if jwtFile == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                guard let read = FileManager.default.contents(atPath: jwtFile) else {
+                    throw CommandError.usage("cannot read the JWT file \(jwtFile)")
+                }
+                data = read
+            }
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else { throw CommandError.usage("the JWT file \(jwtFile) is empty") }
+            return text
+        }
+        if let environment = ProcessInfo.processInfo.environment["INSTANT_JWT"], !environment.isEmpty {
+            return environment
+        }
+        throw CommandError.usage("no JWT: pass --jwt, set INSTANT_JWT, or use --jwt-file (- for standard input)")
+    }
+
+    /// The server: --server, else the one tenant of the store holding `document`.
+    func serverURL(store: InstantStore?, document: String) throws -> URL {
+        if let server {
+            guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw CommandError.usage("--server \(server) is not an http(s) URL")
+            }
+            return url
+        }
+        let tenants = Set(
+            try store?.localDescriptors().filter { $0.documentIdentifier == document }.map(\.tenant) ?? [])
+        guard tenants.count == 1, let tenant = tenants.first, let url = URL(string: tenant.string) else {
+            throw CommandError.usage(
+                tenants.isEmpty
+                    ? "no layer of document \(document) is stored: pass --server"
+                    : "document \(document) is stored for several servers: pass --server")
+        }
+        return url
+    }
+}
+
+extension ExitStatus {
+    /// The server could not be reached, or kept failing, after the client's retries.
+    static let network = ExitCode(5)
+    /// The server refused the JWT (expired, wrong document, no permission), or it is another user's.
+    static let authentication = ExitCode(6)
+    /// The server says the document does not exist (any more).
+    static let documentGone = ExitCode(7)
+
+    /// A client error as an exit status, with a message that says what to do; `token` is
+    /// blanked out of it (a JWT never reaches the output).
+    static func clientFailure(_ error: InstantError, token: String?) -> CommandError {
+        var message = error.message
+        if let token, !token.isEmpty { message = message.replacingOccurrences(of: token, with: "<jwt>") }
+        switch error.code {
+        case .requestFailed:
+            return CommandError(
+                message:
+                    "the server could not be reached or kept failing (\(message)); check --server and the network, then run the command again",
+                status: network)
+        case .accessDenied:
+            return CommandError(
+                message: "the server refused the JWT (\(message)); get a new JWT for this document and user",
+                status: authentication)
+        case .userIDMismatch:
+            return CommandError(
+                message:
+                    "\(message); the layer belongs to another user: remove its local storage (instantctl rm) to use this JWT",
+                status: authentication)
+        case .invalidDocument:
+            return CommandError(
+                message:
+                    "the server has no such document (\(message)); it may have been deleted: instantctl rm removes the local copy",
+                status: documentGone)
+        case .invalidJWT:
+            return CommandError(message: "not a usable JWT: \(message)", status: usage)
+        default:
+            return CommandError(message: "\(message) (\(error.code.name))", status: problems)
+        }
+    }
+}
