@@ -94,12 +94,7 @@ import Testing
             }
             try await catalog.close()
             // A damaged PDF, which repair moves to the quarantine.
-            let handbook = try #require(try store.pdf(tenant: acme, document: "handbook"))
-            let blob = root.appendingPathComponent(
-                "blobs/sha256/\(handbook.sha256.hex.prefix(2))/\(handbook.sha256.hex)")
-            var bytes = try Data(contentsOf: blob)
-            bytes[bytes.count / 2] ^= 0xFF
-            try bytes.write(to: blob)
+            try flipByteInPDF(of: "handbook", root: root, store: store)
             _ = try await instantctl(["verify", "--deep", "--repair"], root: root)
 
             let samples = try await Self.parse(try await instantctl(["metrics"], root: root).output, store: root)

@@ -39,3 +39,12 @@ func withDemoStore<T>(_ body: (URL, InstantStore) async throws -> T) async throw
 
 let acme = try! TenantURL(DemoStore.acme)
 let globex = try! TenantURL(DemoStore.globex)
+
+/// Flips a byte in the middle of `document`'s stored PDF (acme's), as a disk error would.
+func flipByteInPDF(of document: String, root: URL, store: InstantStore) throws {
+    let pdf = try #require(try store.pdf(tenant: acme, document: document))
+    let blob = root.appendingPathComponent("blobs/sha256/\(pdf.sha256.hex.prefix(2))/\(pdf.sha256.hex)")
+    var bytes = try Data(contentsOf: blob)
+    bytes[bytes.count / 2] ^= 0xFF
+    try bytes.write(to: blob)
+}

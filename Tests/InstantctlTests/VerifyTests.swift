@@ -9,12 +9,7 @@ import Testing
             #expect(try await instantctl(["verify", "--deep"], root: root).status == 0)
 
             // Flip a byte in the middle of the handbook's PDF, and delete a layer file.
-            let handbook = try #require(try store.pdf(tenant: acme, document: "handbook"))
-            let blob = root.appendingPathComponent(
-                "blobs/sha256/\(handbook.sha256.hex.prefix(2))/\(handbook.sha256.hex)")
-            var bytes = try Data(contentsOf: blob)
-            bytes[bytes.count / 2] ^= 0xFF
-            try bytes.write(to: blob)
+            try flipByteInPDF(of: "handbook", root: root, store: store)
             let layers = try FileManager.default.contentsOfDirectory(
                 at: root.appendingPathComponent("layers"), includingPropertiesForKeys: nil
             ).filter { $0.pathExtension == "sqlite" }

@@ -49,6 +49,32 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
+    /// What the client commands' help says of the JWT.
+    static let jwtHelp = """
+        The JWT comes from --jwt, else $INSTANT_JWT, else --jwt-file (- reads standard \
+        input); it is never written to disk or shown. --jwt is visible to other users of the \
+        machine (in ps): prefer the others on a shared machine.
+        """
+
+    /// A client of the server and the descriptor of the JWT's layer. Keep it while the
+    /// descriptor works: a descriptor whose client is released is `invalid`.
+    struct Session {
+        var claims: InstantJWT
+        var server: URL
+        var client: InstantClient
+        var descriptor: InstantDocumentDescriptor
+    }
+
+    /// A session with the server (--server, or the document's one tenant in the store at
+    /// `root`) for the JWT's layer.
+    func session(token: String, root: URL) throws -> Session {
+        let claims = try InstantJWT(parsing: token)
+        let server = try serverURL(store: try GlobalOptions.existingStore(at: root), document: claims.documentID)
+        let client = try InstantClient(serverURL: server, storeRoot: root)
+        return Session(
+            claims: claims, server: server, client: client, descriptor: try client.documentDescriptor(forJWT: token))
+    }
+
     /// The JWT from --jwt, $INSTANT_JWT or --jwt-file, in that order of precedence.
     func token() throws -> String {
         if let jwt { return jwt }

@@ -13,9 +13,7 @@ struct Download: AsyncParsableCommand {
             many PDF bytes came over the network. A progress bar shows on a terminal only. A \
             layer already downloaded is reported, not fetched again.
 
-            The JWT comes from --jwt, else $INSTANT_JWT, else --jwt-file (- reads standard \
-            input); it is never written to disk or shown.
-            """)
+            """ + ClientOptions.jwtHelp)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var client: ClientOptions
@@ -23,11 +21,9 @@ struct Download: AsyncParsableCommand {
     func run() async throws {
         let token = try client.token()
         do {
-            let claims = try InstantJWT(parsing: token)
-            let server = try client.serverURL(
-                store: try GlobalOptions.existingStore(at: options.rootURL), document: claims.documentID)
-            let instant = try InstantClient(serverURL: server, storeRoot: options.rootURL)
-            let descriptor = try instant.documentDescriptor(forJWT: token)
+            let session = try client.session(token: token, root: options.rootURL)
+            let (server, descriptor) = (session.server, session.descriptor)
+            defer { withExtendedLifetime(session.client) {} }
             let output = options.output
             guard !descriptor.isDownloaded else {
                 report(descriptor, server: server, moved: nil, to: output)

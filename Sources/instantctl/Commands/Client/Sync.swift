@@ -11,9 +11,7 @@ struct Sync: AsyncParsableCommand {
             with the client library) are sent; the server's are applied. The output says \
             what was sent and what the layer holds afterwards.
 
-            The JWT comes from --jwt, else $INSTANT_JWT, else --jwt-file (- reads standard \
-            input); it is never written to disk or shown.
-            """)
+            """ + ClientOptions.jwtHelp)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var client: ClientOptions
@@ -21,12 +19,10 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         let token = try client.token()
         do {
-            let claims = try InstantJWT(parsing: token)
-            let server = try client.serverURL(
-                store: try GlobalOptions.existingStore(at: options.rootURL), document: claims.documentID)
-            let instant = try InstantClient(serverURL: server, storeRoot: options.rootURL)
+            let session = try client.session(token: token, root: options.rootURL)
+            let (claims, server, descriptor) = (session.claims, session.server, session.descriptor)
+            defer { withExtendedLifetime(session.client) {} }
             // One cycle, run by the command: no timer may start another meanwhile.
-            let descriptor = try instant.documentDescriptor(forJWT: token)
             descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
             guard descriptor.isDownloaded else {
                 throw CommandError(
