@@ -117,6 +117,14 @@ actor EventLog {
         }
     }
 
+    /// The `didReceiveChanges` events' changes, in order.
+    var receivedChanges: [InstantServerChange] {
+        events.flatMap { event -> [InstantServerChange] in
+            guard case .didReceiveChanges(_, let changes) = event else { return [] }
+            return changes
+        }
+    }
+
     func clear() { events.removeAll() }
 
     static func name(_ event: InstantEvent) -> String {
@@ -131,6 +139,8 @@ actor EventLog {
         case .didFailSync(_, let error): "didFailSync(\(error.code.name))"
         case .didFinishSync: "didFinishSync"
         case .didLoseChange(_, let change): "didLoseChange(\(change.annotationID), \(change.reason.rawValue))"
+        case .didReceiveChanges(_, let changes):
+            "didReceiveChanges(\(changes.map { "\($0.kind.rawValue) \($0.annotationID)" }.joined(separator: ", ")))"
         }
     }
 }

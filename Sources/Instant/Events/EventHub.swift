@@ -61,6 +61,8 @@ final class EventHub: Sendable {
         case .didFinishSync(let d): delegate.instantClient(client, didFinishSyncFor: d)
         case .didLoseChange(let d, let change):
             delegate.instantClient(client, documentDescriptor: d, didLoseChange: change)
+        case .didReceiveChanges(let d, let changes):
+            delegate.instantClient(client, documentDescriptor: d, didReceiveChanges: changes)
         }
     }
 
@@ -79,6 +81,8 @@ final class EventHub: Sendable {
         case .didFailSync(_, let error): (.PSPDFInstantDidFailSyncing, [InstantNotificationKey.error: error])
         case .didFinishSync: (.PSPDFInstantDidFinishSyncing, nil)
         case .didLoseChange(_, let change): (.PSPDFInstantDidLoseChange, [InstantNotificationKey.lostChange: change])
+        case .didReceiveChanges(_, let changes):
+            (.PSPDFInstantDidReceiveChanges, [InstantNotificationKey.serverChanges: changes])
         }
     }
 }

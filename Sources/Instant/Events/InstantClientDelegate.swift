@@ -38,6 +38,10 @@ public protocol InstantClientDelegate: AnyObject, Sendable {
     func instantClient(
         _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
         didLoseChange change: InstantLostChange)
+    /// Beyond Instant: other writers' changes a sync applied to the layer.
+    func instantClient(
+        _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
+        didReceiveChanges changes: [InstantServerChange])
 }
 
 extension InstantClientDelegate {
@@ -54,6 +58,10 @@ extension InstantClientDelegate {
     public func instantClient(
         _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
         didLoseChange change: InstantLostChange
+    ) {}
+    public func instantClient(
+        _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
+        didReceiveChanges changes: [InstantServerChange]
     ) {}
 }
 
@@ -74,6 +82,9 @@ extension Notification.Name {
     public static let PSPDFInstantDidFailReauthentication = Notification.Name("PSPDFInstantDidFailReauthentication")
     /// Beyond Instant: the ``InstantLostChange`` is under ``InstantNotificationKey/lostChange``.
     public static let PSPDFInstantDidLoseChange = Notification.Name("PSPDFInstantDidLoseChange")
+    /// Beyond Instant: the ``InstantServerChange`` list is under
+    /// ``InstantNotificationKey/serverChanges``.
+    public static let PSPDFInstantDidReceiveChanges = Notification.Name("PSPDFInstantDidReceiveChanges")
 }
 
 /// The `userInfo` keys of Instant's notifications.
@@ -82,4 +93,5 @@ public enum InstantNotificationKey {
     public static let jwt = "PSPDFInstantJWTKey"
     public static let state = "PSPDFInstantDocumentStateKey"
     public static let lostChange = "PSPDFInstantLostChangeKey"
+    public static let serverChanges = "PSPDFInstantServerChangesKey"
 }

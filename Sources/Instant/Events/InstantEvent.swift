@@ -27,13 +27,17 @@ public enum InstantEvent: Sendable {
     /// Beyond Instant: a local change the server did not take (first come, first win),
     /// with what the server kept instead.
     case didLoseChange(InstantDocumentDescriptor, InstantLostChange)
+    /// Beyond Instant: other writers' changes a sync round applied to the layer, in the
+    /// order the server wrote them (emitted before the cycle's `didFinishSync`).
+    case didReceiveChanges(InstantDocumentDescriptor, [InstantServerChange])
 
     /// The descriptor the event is about.
     public var descriptor: InstantDocumentDescriptor {
         switch self {
         case .didFinishDownload(let d), .didFailDownload(let d, _), .didFailAuthentication(let d),
             .didFinishReauthentication(let d, _), .didFailReauthentication(let d, _), .didBeginSync(let d),
-            .didChangeSyncState(let d, _), .didFailSync(let d, _), .didFinishSync(let d), .didLoseChange(let d, _):
+            .didChangeSyncState(let d, _), .didFailSync(let d, _), .didFinishSync(let d), .didLoseChange(let d, _),
+            .didReceiveChanges(let d, _):
             d
         }
     }
@@ -59,4 +63,26 @@ public struct InstantLostChange: Sendable, Equatable {
     public var message: String?
     /// The winner: the annotation as the server has it now (nil when it does not exist).
     public var winner: JSONValue?
+}
+
+/// Beyond Instant: a change another writer made on the server, as a sync applied it to
+/// the layer. What Instant on iOS reports through PSPDFKit's annotation notifications.
+public struct InstantServerChange: Sendable, Equatable {
+    public enum Kind: String, Sendable { case created, updated, deleted }
+
+    /// The annotation the change is about.
+    public var annotationID: String
+    /// `created` when the layer did not hold the annotation before.
+    public var kind: Kind
+    /// The annotation as the server has it now (nil when deleted).
+    public var content: JSONValue?
+    /// The layer revision the server wrote it at.
+    public var revision: Int64
+
+    public init(annotationID: String, kind: Kind, content: JSONValue?, revision: Int64) {
+        self.annotationID = annotationID
+        self.kind = kind
+        self.content = content
+        self.revision = revision
+    }
 }

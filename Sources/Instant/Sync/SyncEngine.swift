@@ -139,6 +139,7 @@ actor SyncEngine {
                     willReceive: { await self.enter(.receivingChanges) })
                 try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
+                if !outcome.received.isEmpty { client.emit(.didReceiveChanges(descriptor, outcome.received)) }
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try layer.pendingChangeCount() > 0 { again = true }
             } while again

@@ -26,18 +26,21 @@ struct SyncRound {
         var lost: [InstantLostChange] = []
         /// The server refused the batch as too large: send fewer.
         var batchTooLarge = false
+        /// Other writers' changes applied to the layer.
+        var received: [InstantServerChange] = []
     }
 
     /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let pending = try layer.pendingChanges(limit: batchLimit)
+        var received: [InstantServerChange] = []
         var meta = try layer.metadata()
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as
             // changed by another writer: start from a snapshot, as the protocol says.
-            try await reset()
+            received = try await reset()
             meta = try layer.metadata()
         }
         guard let clientID = meta.clientID else {
@@ -56,8 +59,8 @@ struct SyncRound {
             response = answer
         case .failure(let failure) where failure.isResetRequired:
             await willReceive()
-            try await reset()
-            return Outcome(sentChanges: !pending.isEmpty)
+            received += try await reset()
+            return Outcome(sentChanges: !pending.isEmpty, received: received)
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
         case .failure(let failure) where failure.isPayloadLimit:
@@ -65,8 +68,8 @@ struct SyncRound {
             // would block every later change. It is lost (reported), and the snapshot puts
             // the server's version of the record back.
             await willReceive()
-            try await reset(acknowledgingThrough: pending[0].sequence)
-            var outcome = Outcome(sentChanges: true)
+            received += try await reset(acknowledgingThrough: pending[0].sequence)
+            var outcome = Outcome(sentChanges: true, received: received)
             outcome.lost = [
                 try lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
             ]
@@ -99,10 +102,14 @@ struct SyncRound {
         // The records our changes wrote now are not in the answer: they are those changes,
         // at `ownRevision`. They go first, in the first page's transaction; what the
         // pages bring (later writers) goes over them.
-        page.changes =
-            try Self.ownChanges(request.changes, response, base: meta.lastServerRevision) + page.changes
+        let own = try Self.ownChanges(request.changes, response, base: meta.lastServerRevision)
+        page.changes = own + page.changes
+        var ownLeft = own.count
         while true {
             changed.formUnion(page.changes.map(\.id))
+            let theirs = page.changes.dropFirst(ownLeft)
+            ownLeft = 0
+            let held = try layer.existingAnnotationIDs(among: theirs.map(\.id))
             let last = page.next == nil
             let needsSnapshot =
                 last
@@ -112,7 +119,8 @@ struct SyncRound {
             try layer.applyServerChanges(
                 try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
                 acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged)
-            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
+            received += Self.serverChanges(theirs, held: held)
+            if needsSnapshot { received += try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision
@@ -123,13 +131,13 @@ struct SyncRound {
                 page = answer
                 continue
             case .failure(let failure) where failure.isResetRequired:
-                try await reset(acknowledgingThrough: acknowledged)
+                received += try await reset(acknowledgingThrough: acknowledged)
             case .failure(let failure):
                 throw failure
             }
             break
         }
-        var outcome = Outcome(sentChanges: !pending.isEmpty)
+        var outcome = Outcome(sentChanges: !pending.isEmpty, received: received)
         for (change, result) in rejected {
             let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
             outcome.lost.append(try lostChange(change, reason: reason, message: result.message))
@@ -151,8 +159,10 @@ struct SyncRound {
     /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
     /// the pending changes applied on top again; they are sent from there, keeping their
     /// change ids. Pending changes through `acknowledged` (decided by the server) are
-    /// dropped in the same transaction.
-    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws {
+    /// dropped in the same transaction. Returns the records the snapshot changed, other
+    /// than those under a local change.
+    @discardableResult
+    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws -> [InstantServerChange] {
         var attempts = 0
         while true {
             attempts += 1
@@ -177,10 +187,15 @@ struct SyncRound {
             }
             if restarted { continue }
             try Failpoint.check("reset.beforeApply")
+            let stored = records.map {
+                ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)
+            }
+            let before = try layer.annotations()
+            let local = try layer.pendingAnnotationIDs()
             try layer.applySnapshot(
-                records.map { ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision) },
-                revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
-            return
+                stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
+            return Self.snapshotChanges(
+                before: before, after: zip(records, stored).map { ($0.1, $0.0.content) }, local: local)
         }
     }
 

@@ -147,6 +147,24 @@ public final class LayerDatabase: Sendable {
         }
     }
 
+    /// Which of `ids` the layer holds (deleted ones excluded), in one read.
+    public func existingAnnotationIDs(among ids: [String]) throws(StoreError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try read { db in
+            var found = Set<String>()
+            // SQLite binds at most 32,766 parameters to a statement.
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = ids[start..<min(start + 500, ids.count)]
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let rows = try Data.fetchAll(
+                    db, sql: "SELECT annotationId FROM record WHERE deleted = 0 AND annotationId IN (\(marks))",
+                    arguments: StatementArguments(chunk.map(\.storedBytes)))
+                found.formUnion(rows.map(String.init(storedBytes:)))
+            }
+            return found
+        }
+    }
+
     /// The local changes not yet acknowledged by the server, oldest first (the first
     /// `limit` of them, when given).
     public func pendingChanges(limit: Int? = nil) throws(StoreError) -> [PendingChange] {

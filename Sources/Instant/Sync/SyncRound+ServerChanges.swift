@@ -1,0 +1,43 @@
+import Foundation
+import InstantProtocol
+import InstantStore
+
+/// What a round applied from other writers, as ``InstantEvent/didReceiveChanges(_:_:)``
+/// reports it.
+extension SyncRound {
+    /// Other writers' changes of a page, as the event reports them; `held` are the
+    /// annotations the layer held before the page.
+    static func serverChanges(_ changes: ArraySlice<WireServerChange>, held: Set<String>) -> [InstantServerChange] {
+        var held = held
+        return changes.map { change in
+            let kind: InstantServerChange.Kind =
+                change.deleted ? .deleted : held.contains(change.id) ? .updated : .created
+            if change.deleted { held.remove(change.id) } else { held.insert(change.id) }
+            return InstantServerChange(
+                annotationID: change.id, kind: kind, content: change.deleted ? nil : change.content,
+                revision: change.revision)
+        }
+    }
+
+    /// What a snapshot changed: records added, changed (other bytes) or gone, leaving out
+    /// those under a local change (they still show it).
+    static func snapshotChanges(before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<String>)
+        -> [InstantServerChange]
+    {
+        var old = Dictionary(before.map { ($0.id, $0.content) }, uniquingKeysWith: { $1 })
+        var changes: [InstantServerChange] = []
+        for (record, content) in after {
+            let previous = old.removeValue(forKey: record.id)
+            guard !local.contains(record.id), previous != record.content else { continue }
+            changes.append(
+                InstantServerChange(
+                    annotationID: record.id, kind: previous == nil ? .created : .updated, content: content,
+                    revision: record.revision))
+        }
+        let revision = after.first?.0.revision ?? 0
+        for id in old.keys.sorted() where !local.contains(id) {
+            changes.append(InstantServerChange(annotationID: id, kind: .deleted, content: nil, revision: revision))
+        }
+        return changes
+    }
+}

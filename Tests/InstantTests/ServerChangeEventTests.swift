@@ -1,0 +1,76 @@
+import Foundation
+import Instant
+import InstantProtocol
+import ServerTestSupport
+import Testing
+
+/// `didReceiveChanges`: other writers' changes, as a sync applied them.
+@Suite struct ServerChangeEventTests {
+    @Test func anotherWritersCreateUpdateAndDeleteArriveWithTheirKinds() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let logA = await EventLog.recording(clientA)
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let logB = await EventLog.recording(clientB)
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+
+            try a.editableDocument.add(note("one", id: "n1"))
+            try a.editableDocument.add(note("two", id: "n2"))
+            try await a.sync().result()
+            try await b.sync().result()
+            try a.editableDocument.update("n1", content: note("one, changed"))
+            try a.editableDocument.remove("n2")
+            try await a.sync().result()
+            try await b.sync().result()
+
+            let received = await logB.receivedChanges
+            #expect(
+                received.map { "\($0.kind.rawValue) \($0.annotationID)" }.sorted() == [
+                    "created n1", "created n2", "deleted n2", "updated n1",
+                ])
+            #expect(received.first { $0.kind == .updated }?.content?["text"] == .string("one, changed"))
+            #expect(received.first { $0.kind == .deleted }?.content == nil)
+            #expect(received.map(\.revision) == received.map(\.revision).sorted())
+            // The event comes before the cycle's end.
+            let names = await logB.names
+            let firstReceived = try #require(names.firstIndex { $0.hasPrefix("didReceiveChanges") })
+            #expect(names.dropFirst(firstReceived + 1).contains("didFinishSync"))
+            // A writer is not told of its own changes.
+            #expect(await logA.receivedChanges.isEmpty)
+            // B's own change, once synced, is not reported to B either.
+            try b.editableDocument.add(note("from bob", id: "b1"))
+            await logB.clear()
+            try await b.sync().result()
+            #expect(await logB.receivedChanges.isEmpty)
+        }
+    }
+
+    /// A reset (the layer made again on the server) reports what the snapshot changed,
+    /// not the records under a local change.
+    @Test func aResetReportsWhatTheSnapshotChanged() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc", layer: "notes")
+            try descriptor.editableDocument.add(note("first", id: "a"))
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            try await descriptor.sync().result()
+            #expect(try await h.server.api(.DELETE, "/documents/doc/layers/notes").status < 300)
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/layers/notes/annotations",
+                    json: String(
+                        decoding: AnnotationInput(id: "c", content: note("server's")).json.jsonData(), as: UTF8.self)
+                ).status < 300)
+            try descriptor.editableDocument.update("k", content: note("kept, pending"))
+            await log.clear()
+            try await descriptor.sync().result()
+            let received = await log.receivedChanges
+            #expect(received.map { "\($0.kind.rawValue) \($0.annotationID)" }.sorted() == ["created c", "deleted a"])
+            #expect(received.first { $0.annotationID == "c" }?.content?["text"] == .string("server's"))
+        }
+    }
+}
