@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "server-benchmark",
             dependencies: [
-                "InstantServer", "InstantProtocol",
+                "InstantServer", "InstantProtocol", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -167,7 +167,7 @@ let package = Package(
         .target(
             name: "ServerTestSupport",
             dependencies: [
-                "InstantServer", "InstantProtocol",
+                "InstantServer", "InstantProtocol", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

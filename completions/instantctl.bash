@@ -429,7 +429,7 @@ _instantctl_download() {
 
 _instantctl_sync() {
     repeating_flags=()
-    non_repeating_flags=(--json -q --quiet --version -h --help)
+    non_repeating_flags=(--json -q --quiet --watch --version -h --help)
     repeating_options=()
     non_repeating_options=(--root --server --jwt --jwt-file --timeout)
     __instantctl_offer_flags_options 0

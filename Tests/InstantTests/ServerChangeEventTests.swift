@@ -47,6 +47,32 @@ import Testing
         }
     }
 
+    /// A listening client that loses the server says so once, keeps trying, and syncs
+    /// when the server answers again (catching up on what it missed).
+    @Test func listeningReportsAnOutageOnceAndSyncsAfterIt() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            descriptor.startListeningForServerChanges()
+            defer { descriptor.stopListeningForServerChanges() }
+            try await Task.sleep(for: .milliseconds(200))
+            h.proxy.setRefusing(true)
+            try await log.wait("the outage to be reported") { events in
+                events.contains { if case .didFailSync(_, let e) = $0 { e.code == .requestFailed } else { false } }
+            }
+            // Several retries (400 ms apart at most here), one report.
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(await log.names.filter { $0 == "didFailSync(requestFailed)" }.count == 1)
+            #expect(!(await log.names.contains("didFinishSync")))
+            h.proxy.setRefusing(false)
+            try await log.wait("a sync after the outage") { events in
+                events.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+        }
+    }
+
     /// A reset (the layer made again on the server) reports what the snapshot changed,
     /// not the records under a local change.
     @Test func aResetReportsWhatTheSnapshotChanged() async throws {

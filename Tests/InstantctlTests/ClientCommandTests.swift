@@ -5,7 +5,7 @@ import InstantStore
 import ServerTestSupport
 import Testing
 
-/// `download` and `sync`: the built binary against a real server on a loopback port.
+/// `download` and `sync`: the built binary against a real `instant-server` process on a loopback port.
 @Suite struct ClientCommandTests {
     /// A fresh store directory, removed after `body`.
     func withRoot<T>(_ body: (URL) async throws -> T) async throws -> T {
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func downloadMovesThePDFOnceAndNeverShowsOrStoresTheJWT() async throws {
-        try await TestServer.with { server in
+        try await ServerProcess.with { server in
             _ = try await server.upload("contract", samplePDF(200_000))
             try await withRoot { root in
                 let token = try await server.token(document: "contract", user: "alice")
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func syncSendsOfflineChanges() async throws {
-        try await TestServer.with { server in
+        try await ServerProcess.with { server in
             _ = try await server.upload("notes", samplePDF(50_000))
             try await withRoot { root in
                 let token = try await server.token(document: "notes", user: "bob")
@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func failuresHaveTheirExitStatusAndSayWhatToDo() async throws {
-        try await TestServer.with { server in
+        try await ServerProcess.with { server in
             _ = try await server.upload("here", samplePDF(20_000))
             try await withRoot { root in
                 let good = try await server.token(document: "here")

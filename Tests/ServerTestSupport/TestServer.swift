@@ -135,12 +135,14 @@ extension JSONDecoder {
     }()
 }
 
-public func annotation(_ text: String, page: Int = 0) -> JSONValue {
-    .object([
+public func annotation(_ text: String, page: Int = 0, id: String? = nil) -> JSONValue {
+    var members: [String: JSONValue] = [
         "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(Int64(page)),
         "bbox": .array([.integer(1), .integer(2), .integer(30), .integer(40)]), "text": .string(text),
         "customData": .object(["kept": .bool(true)]),
-    ])
+    ]
+    if let id { members["id"] = .string(id) }
+    return .object(members)
 }
 
 public func samplePDF(_ size: Int = 300_000, seed: UInt64 = 1) -> Data {

@@ -62,7 +62,7 @@ public final class InstantClient: Sendable {
             throw InstantError(.invalidURL, "the server URL must be http or https with a host: \(serverURL)")
         }
         self.serverURL = serverURL
-        api = ServerAPI(http: .shared, serverURL: serverURL)
+        api = ServerAPI(http: ServerAPI.sharedHTTP, serverURL: serverURL)
         do {
             store = try InstantStore(root: storeRoot ?? Self.defaultStoreRoot)
         } catch {

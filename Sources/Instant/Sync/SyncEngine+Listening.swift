@@ -1,7 +1,9 @@
 import Foundation
 
 /// Listening for server changes: a long poll on the layer's revision, for as long as
-/// starts outnumber stops; a change (or a reset) on the server starts a sync.
+/// starts outnumber stops; a change (or a reset) on the server starts a sync. A server
+/// that cannot be reached is reported once (`didFailSync` with `requestFailed`) and
+/// tried again with the retry policy; the first answer after that starts a sync.
 extension SyncEngine {
     /// The long poll's wait, in seconds (the server caps it).
     static let listenTimeout = 30
@@ -38,6 +40,8 @@ extension SyncEngine {
 
     private func listenLoop(_ generation: Int) async {
         var failures = 0
+        // The server could not be reached: reported once, and a sync follows the outage.
+        var outage = false
         while !Task.isCancelled {
             guard let descriptor, let client = descriptor.client else { return }
             guard let jwt = descriptor.jwt?.token, !awaitingAuthentication else {
@@ -52,7 +56,8 @@ extension SyncEngine {
                 let answer = try await api.listen(
                     document: descriptor.identifier, jwt: jwt, revision: meta.lastServerRevision, epoch: meta.epoch,
                     timeout: Self.listenTimeout)
-                changed = answer.changed
+                changed = answer.changed || outage
+                outage = false
                 failures = 0
             } catch let failure as APIFailure where failure.isResetRequired {
                 changed = true
@@ -65,6 +70,11 @@ extension SyncEngine {
                     client.emit(.didFailSync(descriptor, failure))
                     endListening(generation)
                     return
+                }
+                if !outage {
+                    // Once per outage, so an app (or `instantctl sync --watch`) can show it.
+                    outage = true
+                    client.emit(.didFailSync(descriptor, failure))
                 }
                 failures += 1
                 try? await Task.sleep(

@@ -63,6 +63,16 @@ struct ClientOptions: ParsableArguments {
         var server: URL
         var client: InstantClient
         var descriptor: InstantDocumentDescriptor
+
+        /// The layer's pending changes, read from its file (the catalog's count may lag).
+        func pendingChangeCount(root: URL) throws -> Int {
+            let store = try InstantStore(root: root)
+            defer { store.close() }
+            let layer = try store.openLayer(
+                tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
+            defer { layer.close() }
+            return try layer.pendingChangeCount()
+        }
     }
 
     /// A session with the server (--server, or the document's one tenant in the store at

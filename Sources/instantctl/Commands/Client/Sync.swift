@@ -5,16 +5,25 @@ import InstantStore
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run one sync cycle of the JWT's layer: send its local changes, receive the server's.",
+        abstract: "Sync the JWT's layer: send its local changes, receive the server's (once, or until stopped).",
         discussion: """
-            The layer must be downloaded (see download). Changes made offline (for example \
-            with the client library) are sent; the server's are applied. The output says \
-            what was sent and what the layer holds afterwards.
+            The layer must be downloaded (see download). Changes made offline (with \
+            instantctl annotations, or the client library) are sent; the server's are \
+            applied. The output says what was sent and what the layer holds afterwards.
+
+            With --watch the command listens for the server's changes and syncs until \
+            Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
+            object per line with --json), and sends local changes as they are made, by any \
+            process. An unreachable server is waited for; a refused JWT (status 6) or a \
+            document gone from the server (status 7) ends it.
 
             """ + ClientOptions.jwtHelp)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var client: ClientOptions
+
+    @Flag(help: "Listen and sync until interrupted, printing each change as it arrives.")
+    var watch = false
 
     func run() async throws {
         let token = try client.token()
@@ -30,10 +39,14 @@ struct Sync: AsyncParsableCommand {
                         + "is not downloaded: run instantctl download first",
                     status: ExitStatus.problems)
             }
-            let pending = try pendingChanges(server, claims)
+            if watch {
+                try await SyncWatch(session: session, root: options.rootURL, token: token, output: options.output).run()
+                return
+            }
+            let pending = try session.pendingChangeCount(root: options.rootURL)
             try await client.wait(for: descriptor.sync())
             let annotations = try descriptor.editableDocument.annotations().count
-            let left = try pendingChanges(server, claims)
+            let left = try session.pendingChangeCount(root: options.rootURL)
             let output = options.output
             if options.json {
                 output.print(
@@ -52,14 +65,5 @@ struct Sync: AsyncParsableCommand {
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)
         }
-    }
-
-    /// The layer's pending changes, read from its file (the catalog's count may lag).
-    private func pendingChanges(_ server: URL, _ claims: InstantJWT) throws -> Int {
-        let store = try InstantStore(root: options.rootURL)
-        let layer = try store.openLayer(
-            tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
-        defer { layer.close() }
-        return try layer.pendingChanges().count
     }
 }

@@ -1,0 +1,28 @@
+import Foundation
+import InstantProtocol
+
+extension Formats {
+    /// An annotation in one line: its type without the `pspdfkit/` prefix, its page (from
+    /// 1), and the start of its text: `note, page 1, "Check this"`.
+    static func annotation(_ content: JSONValue?) -> String {
+        guard let content else { return "" }
+        var parts: [String] = []
+        if let type = content["type"]?.string {
+            parts.append(identifier(type.hasPrefix("pspdfkit/") ? String(type.dropFirst(9)) : type))
+        }
+        if case .integer(let page)? = content["pageIndex"] { parts.append("page \(page + 1)") }
+        if let text = content["text"]?.string ?? content["text"]?["value"]?.string, !text.isEmpty {
+            let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let short = line.count > 40 ? String(line.prefix(39)) + "…" : line
+            parts.append("\"\(identifier(short))\"")
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The time of day, `14:03:27` (UTC), for lines of a running command.
+    static func clock(_ date: Date) -> String {
+        let seconds = Int(date.timeIntervalSince1970) % 86400
+        return [seconds / 3600, seconds / 60 % 60, seconds % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }
+            .joined(separator: ":")
+    }
+}
