@@ -173,13 +173,13 @@ _instantctl() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    ls|du|prune|rm|verify|quarantine|download|sync|cache|metrics|demo|help)
+    ls|du|prune|rm|verify|quarantine|download|sync|annotations|cache|metrics|demo|help)
         # Offer subcommand argument completions
         "_instantctl_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine download sync cache metrics demo help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'ls du prune rm verify quarantine download sync annotations cache metrics demo help' -- "${cur}"))
         ;;
     esac
 }
@@ -451,6 +451,241 @@ _instantctl_sync() {
         return
         ;;
     '--timeout')
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __instantctl_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    list|show|add|update|delete|export|import)
+        # Offer subcommand argument completions
+        "_instantctl_annotations_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'list show add update delete export import' -- "${cur}"))
+        ;;
+    esac
+}
+
+_instantctl_annotations_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --pending --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations list -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations list -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations list -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_show() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server)
+    __instantctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations show -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations show -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations show -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_add() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server --file)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations add -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations add -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations add -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--file')
+        __instantctl_add_completions -f
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_update() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server --file)
+    __instantctl_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations update -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations update -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations update -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--file')
+        __instantctl_add_completions -f
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_delete() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server)
+    __instantctl_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations delete -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations delete -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations delete -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_export() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server --output)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations export -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations export -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations export -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--output')
+        __instantctl_add_completions -f
+        return
+        ;;
+    esac
+}
+
+_instantctl_annotations_import() {
+    repeating_flags=()
+    non_repeating_flags=(--json -q --quiet --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--root --document --layer --server --file)
+    __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--root')
+        __instantctl_add_completions -d
+        return
+        ;;
+    '--document')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations import -- --document "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--layer')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations import -- --layer "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--server')
+        __instantctl_add_completions -W "$(__instantctl_custom_complete ---completion annotations import -- --server "${COMP_CWORD}" "$(__instantctl_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--file')
+        __instantctl_add_completions -f
         return
         ;;
     esac

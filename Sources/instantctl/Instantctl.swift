@@ -32,7 +32,7 @@ struct Instantctl: AsyncParsableCommand {
         version: "0.4.0",
         subcommands: [
             List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self,
-            Download.self, Sync.self,
+            Download.self, Sync.self, AnnotationsCommand.self,
             CacheEntries.self, Metrics.self,
             Demo.self,
         ]

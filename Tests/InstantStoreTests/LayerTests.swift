@@ -23,6 +23,26 @@ import Testing
         #expect(listed.count == 1 && listed[0].pendingChangeCount == 4 && listed[0].annotationCount == 1)
     }
 
+    /// `createOrUpdate` decides in the transaction, and is recorded as what it turned out to be.
+    @Test func createOrUpdateCreatesOrReplacesAndIsAllOrNothingWithTheBatch() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "a", content: note("server"), revision: 1)], newRevision: 1,
+            acknowledgedThrough: nil)
+        try layer.apply([
+            .createOrUpdate(id: "a", content: note("over")), .createOrUpdate(id: "b", content: note("new")),
+        ])
+        #expect(try layer.pendingChanges().map { "\($0.kind) \($0.annotationID)" } == ["update a", "create b"])
+        #expect(try layer.annotation(id: "a")?.content == note("over"))
+        #expect(try layer.annotation(id: "b")?.content == note("new"))
+        // With a failing change in the batch, nothing of it is kept.
+        #expect(throws: StoreError.self) {
+            try layer.apply([.createOrUpdate(id: "c", content: note("c")), .delete(id: "missing")])
+        }
+        #expect(try layer.annotation(id: "c") == nil && layer.pendingChangeCount() == 2)
+    }
+
     @Test func aLayerOfTheFirstFormatGetsAClientIDAndKeepsItsChanges() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 3)

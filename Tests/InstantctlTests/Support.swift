@@ -17,13 +17,16 @@ struct Run {
     }
 }
 
-/// Runs `instantctl ARGUMENTS --root ROOT` and waits for it.
-func instantctl(_ arguments: [String], root: URL?, environment extra: [String: String] = [:]) async throws -> Run {
+/// Runs `instantctl ARGUMENTS --root ROOT` (with `input` on its standard input) and waits for it.
+func instantctl(
+    _ arguments: [String], root: URL?, environment extra: [String: String] = [:], input: String? = nil
+) async throws -> Run {
     var environment = ProcessInfo.processInfo.environment
     environment["NO_COLOR"] = nil
     environment.merge(extra) { _, new in new }
     let process = try ChildProcess(
-        Executables.url("instantctl"), arguments + (root.map { ["--root", $0.path] } ?? []), environment: environment)
+        Executables.url("instantctl"), arguments + (root.map { ["--root", $0.path] } ?? []), environment: environment,
+        input: input.map { Data($0.utf8) })
     let ending = try await process.exit(within: .seconds(120))
     #expect(!ending.signalled, "instantctl \(arguments) crashed: \(process.standardError)")
     return Run(status: ending.status, output: process.standardOutput, error: process.standardError)

@@ -28,7 +28,10 @@ public final class ChildProcess: Sendable {
     private let outputFile: URL
     private let errorFile: URL
 
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// Starts `executable`; `input` (when given) is its standard input, else /dev/null.
+    public init(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, input: Data? = nil
+    ) throws {
         let directory = FileManager.default.temporaryDirectory
         let name = UUID().uuidString
         outputFile = directory.appendingPathComponent("child-\(name).out")
@@ -50,7 +53,14 @@ public final class ChildProcess: Sendable {
         }
         process.standardOutput = output
         process.standardError = error
-        process.standardInput = FileHandle.nullDevice
+        if let input {
+            let inputFile = directory.appendingPathComponent("child-\(name).in")
+            try input.write(to: inputFile)
+            defer { try? FileManager.default.removeItem(at: inputFile) }
+            process.standardInput = try FileHandle(forReadingFrom: inputFile)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         self.process = process
         try process.run()
     }

@@ -100,6 +100,8 @@ public final class InstantDocument: Sendable {
         for change in changes {
             switch change {
             case .create(let id, let content): local.append(.create(id: id, content: try Self.checked(content, id)))
+            case .createOrUpdate(let id, let content):
+                local.append(.createOrUpdate(id: id, content: try Self.checked(content, id)))
             case .update(let id, let content): local.append(.update(id: id, content: try Self.checked(content, id)))
             case .delete(let id): local.append(.delete(id: id))
             }
@@ -170,4 +172,7 @@ public enum InstantAnnotationChange: Sendable, Equatable {
     case create(id: String, content: JSONValue)
     case update(id: String, content: JSONValue)
     case delete(id: String)
+    /// Creates the annotation, or replaces it when the layer holds it (decided in the
+    /// change's transaction): what an Instant JSON import does.
+    case createOrUpdate(id: String, content: JSONValue)
 }

@@ -24,7 +24,7 @@ extension LayerDatabase {
     package func apply(_ changes: [LocalChange], contentChecked: Bool) throws(StoreError) {
         for change in changes {
             switch change {
-            case .create(let id, let content):
+            case .create(let id, let content), .createOrUpdate(let id, let content):
                 if !contentChecked { try AnnotationContent.validate(content) }
                 try Identifier.validate(id, what: "annotation id")
             case .update(_, let content): if !contentChecked { try AnnotationContent.validate(content) }
@@ -34,7 +34,12 @@ extension LayerDatabase {
         try write(addsPending: true) { db in
             for change in changes {
                 switch change {
-                case .create(let id, let content):
+                case .createOrUpdate(let id, let content) where try LayerDatabase.liveRecordExists(db, id):
+                    try db.execute(
+                        sql: "UPDATE record SET content = ? WHERE annotationId = ?",
+                        arguments: [content, id.storedBytes])
+                    try LayerDatabase.appendPending(db, id, .update, content)
+                case .create(let id, let content), .createOrUpdate(let id, let content):
                     if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
                     try db.cachedStatement(
                         sql:

@@ -56,6 +56,10 @@ public enum LocalChange: Sendable, Equatable {
     case create(id: String, content: Data)
     case update(id: String, content: Data)
     case delete(id: String)
+    /// Creates the annotation, or replaces its content when the layer holds it: decided in
+    /// the write transaction (an import does not race a sync applying the same record), and
+    /// recorded as the create or the update it turned out to be.
+    case createOrUpdate(id: String, content: Data)
 }
 
 /// The self-describing row at the head of every layer database: enough to rebuild the

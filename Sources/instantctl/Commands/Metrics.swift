@@ -55,42 +55,7 @@ struct Metrics: ParsableCommand {
             options.output.print(lines: bytes)
             return
         }
-        try Self.replace(output, with: bytes)
-    }
-
-    /// Writes a sibling file and renames it over `path`: a reader sees the old file or the
-    /// new one, also after a power cut (the file is synced before the rename). The sibling
-    /// has a random name that starts with a dot and does not end in `.prom`, so the textfile
-    /// collector never reads it; it is created exclusively (never through a planted symlink)
-    /// and made readable by the collector's user (0644, whatever the umask).
-    static func replace(_ path: String, with bytes: [UInt8]) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString.prefix(8)).tmp").path
-        func failure(_ what: String) -> CommandError {
-            CommandError(
-                message: "cannot \(what) \(path): \(String(cString: strerror(errno)))", status: ExitStatus.problems)
-        }
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw failure("write") }
-        var written = 0
-        var failed: CommandError?
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                failed = failure("write")
-                break
-            }
-            written += count
-        }
-        if failed == nil && (fchmod(fd, 0o644) != 0 || fsync(fd) != 0) { failed = failure("write") }
-        if close(fd) != 0 && failed == nil { failed = failure("write") }
-        if failed == nil && rename(temporary, url.path) != 0 { failed = failure("replace") }
-        if let failed {
-            unlink(temporary)
-            throw failed
-        }
+        try AtomicFile.replace(output, with: bytes)
     }
 }
 

@@ -110,6 +110,11 @@ struct ClientOptions: ParsableArguments {
 
     /// The server: --server, else the one tenant of the store holding `document`.
     func serverURL(store: InstantStore?, document: String) throws -> URL {
+        try Self.serverURL(server, store: store, document: document)
+    }
+
+    /// `server` when given, else the one tenant of the store holding `document`.
+    static func serverURL(_ server: String?, store: InstantStore?, document: String) throws -> URL {
         if let server {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw CommandError.usage("--server \(server) is not an http(s) URL")

@@ -26,3 +26,16 @@ extension Formats {
             .joined(separator: ":")
     }
 }
+
+extension JSONValue {
+    /// Indented JSON with sorted keys, for people (scripts get `--json`, compact and exact).
+    var prettyText: String {
+        let compact = jsonData()
+        guard let object = try? JSONSerialization.jsonObject(with: compact, options: [.fragmentsAllowed]),
+            let pretty = try? JSONSerialization.data(
+                withJSONObject: object,
+                options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        else { return String(decoding: compact, as: UTF8.self) }
+        return String(decoding: pretty, as: UTF8.self)
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantProtocol
+
+struct AnnotationsAdd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Add annotations to a local layer (pending until a sync).",
+        discussion: """
+            Reads Instant JSON from --file (- for standard input): an annotation, an array, or \
+            an Instant JSON document. An annotation without an "id" gets a new one. All are \
+            added in one transaction, or none (an id the layer has already is refused: use \
+            update or import).
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var target: LayerOptions
+
+    @Option(help: ArgumentHelp("Instant JSON to read (- for standard input).", valueName: "path"), completion: .file())
+    var file: String = "-"
+
+    func run() throws {
+        let opened = try target.open(root: options.rootURL)
+        defer { withExtendedLifetime(opened.client) {} }
+        let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
+        guard !items.isEmpty else { throw CommandError.usage("no annotations in the input") }
+        let changes = items.map { item in
+            InstantAnnotationChange.create(id: item.id ?? UUID().uuidString.lowercased(), content: item.content)
+        }
+        do {
+            try opened.document.apply(changes)
+        } catch {
+            throw LayerOptions.failure(error)
+        }
+        let ids = changes.compactMap { change -> String? in
+            if case .create(let id, _) = change { id } else { nil }
+        }
+        AnnotationsReport.changed(
+            "added", ids: ids, opened: opened, target: target, output: options.output, json: options.json)
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantProtocol
+
+struct AnnotationsExport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write a local layer's annotations as an Instant JSON document.",
+        discussion: """
+            To standard output, or to --output FILE (written whole, then renamed into place). \
+            Local changes not yet synced are included: it is what the layer shows.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var target: LayerOptions
+
+    @Option(
+        help: ArgumentHelp("Write to this file instead of standard output.", valueName: "path"), completion: .file())
+    var output: String?
+
+    func run() throws {
+        let opened = try target.open(root: options.rootURL)
+        defer { withExtendedLifetime(opened.client) {} }
+        let document: JSONValue
+        do {
+            document = try opened.document.instantJSON()
+        } catch {
+            throw LayerOptions.failure(error)
+        }
+        var bytes = document.jsonBytes()
+        bytes.append(UInt8(ascii: "\n"))
+        guard let output else {
+            Output.write(bytes, to: STDOUT_FILENO)
+            return
+        }
+        try AtomicFile.replace(output, with: bytes)
+        let count: Int = if case .array(let items)? = document["annotations"] { items.count } else { 0 }
+        if options.json {
+            options.output.print(
+                json: .object([
+                    "document": .string(target.document), "layer": .string(target.layer), "file": .string(output),
+                    "annotations": .integer(Int64(count)),
+                ]))
+        } else {
+            options.output.summary("wrote \(Formats.count(count, "annotation")) to \(output)")
+        }
+    }
+}

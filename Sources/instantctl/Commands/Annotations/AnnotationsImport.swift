@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantProtocol
+
+struct AnnotationsImport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Apply Instant JSON to a local layer: create or replace each annotation (pending until a sync).",
+        discussion: """
+            Reads an Instant JSON document (or an annotation, or an array) from --file (- for \
+            standard input). An annotation whose id the layer has replaces it; any other is \
+            created (with a new id when it has none). Annotations the input does not name are \
+            left as they are. All in one transaction, or nothing.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var target: LayerOptions
+
+    @Option(help: ArgumentHelp("Instant JSON to read (- for standard input).", valueName: "path"), completion: .file())
+    var file: String = "-"
+
+    func run() throws {
+        let opened = try target.open(root: options.rootURL)
+        defer { withExtendedLifetime(opened.client) {} }
+        let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
+        var changes: [InstantAnnotationChange] = []
+        var ids: [String] = []
+        var seen = Set<String>()
+        for item in items {
+            let id = item.id ?? UUID().uuidString.lowercased()
+            guard seen.insert(id).inserted else {
+                throw CommandError.usage("annotation \(Formats.identifier(id)) appears twice in the input")
+            }
+            ids.append(id)
+            changes.append(.createOrUpdate(id: id, content: item.content))
+        }
+        // For the report only: the create-or-replace choice is made in the transaction.
+        let existing: Set<String>
+        do {
+            existing = Set(try opened.document.annotations().map(\.id))
+            if !changes.isEmpty { try opened.document.apply(changes) }
+        } catch {
+            throw LayerOptions.failure(error)
+        }
+        let replaced = ids.filter(existing.contains).count
+        AnnotationsReport.changed(
+            "imported", ids: ids, opened: opened, target: target, output: options.output, json: options.json,
+            detail: "\(ids.count - replaced) created, \(replaced) replaced",
+            extra: ["created": .integer(Int64(ids.count - replaced)), "replaced": .integer(Int64(replaced))])
+    }
+}

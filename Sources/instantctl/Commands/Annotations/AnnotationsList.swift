@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantProtocol
+
+struct AnnotationsList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List a local layer's annotations, with local changes not yet synced.")
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var target: LayerOptions
+
+    @Flag(help: "Only the annotations with a local change not yet synced.")
+    var pending = false
+
+    func run() throws {
+        let opened = try target.open(root: options.rootURL)
+        defer { withExtendedLifetime(opened.client) {} }
+        var annotations: [InstantAnnotation]
+        do {
+            annotations = try opened.document.annotations()
+        } catch {
+            throw LayerOptions.failure(error)
+        }
+        if pending { annotations = annotations.filter { !$0.isSynced } }
+        let output = options.output
+        if options.json {
+            output.print(
+                json: .object([
+                    "server": .string(opened.server.absoluteString), "document": .string(target.document),
+                    "layer": .string(target.layer),
+                    "annotations": .array(
+                        annotations.map {
+                            .object(["id": .string($0.id), "synced": .bool($0.isSynced), "content": $0.content])
+                        }
+                    ),
+                ]))
+            return
+        }
+        let what = "\(Formats.identifier(target.document)) layer \(Formats.layer(target.layer))"
+        guard !annotations.isEmpty else {
+            output.summary(pending ? "no local changes in \(what)" : "no annotations in \(what)")
+            return
+        }
+        var table = Table(["ID", "TYPE", "PAGE", "SYNCED", "TEXT"], rightAligned: [2])
+        for annotation in annotations {
+            let content = annotation.content
+            table.append(Formats.identifier(annotation.id))
+            let type = content["type"]?.string.map { $0.hasPrefix("pspdfkit/") ? String($0.dropFirst(9)) : $0 }
+            table.append(type.map(Formats.identifier) ?? "-")
+            if case .integer(let page)? = content["pageIndex"] {
+                table.append("\(page + 1)")
+            } else {
+                table.append("-")
+            }
+            table.append(annotation.isSynced ? "yes" : "pending", style: annotation.isSynced ? nil : .yellow)
+            let text = content["text"]?.string ?? content["text"]?["value"]?.string ?? ""
+            let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            table.append(Formats.identifier(line.count > 50 ? String(line.prefix(49)) + "…" : line))
+        }
+        table.render(colour: Output.colour, header: !options.quiet) { output.print(lines: $0) }
+        let unsynced = annotations.filter { !$0.isSynced }.count
+        output.summary(
+            "\(Formats.count(annotations.count, "annotation")) in \(what)"
+                + (unsynced > 0 ? "; \(unsynced) with local changes not yet synced" : ""))
+    }
+}

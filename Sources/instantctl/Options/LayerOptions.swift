@@ -1,0 +1,123 @@
+import ArgumentParser
+import Foundation
+import Instant
+import InstantProtocol
+import InstantStore
+
+/// Which local layer the annotations commands work on: --document and --layer (the
+/// default layer when left out), of --server or the one server holding the document. They
+/// work offline, through the client library; changes stay pending until a sync.
+struct LayerOptions: ParsableArguments {
+    @Option(help: "The document.", completion: StoreCompletions.documents)
+    var document: String
+
+    @Option(help: "The layer (default: the default layer).", completion: StoreCompletions.layers)
+    var layer: String = ""
+
+    @Option(
+        help: ArgumentHelp(
+            "The server (a tenant of the store; default: the one tenant holding the document).", valueName: "url"),
+        completion: StoreCompletions.tenants)
+    var server: String?
+
+    /// The client and the layer's descriptor (keep the client while the descriptor works).
+    struct Opened {
+        var client: InstantClient
+        var server: URL
+        var descriptor: InstantDocumentDescriptor
+
+        /// The descriptor's editable document.
+        var document: InstantDocument { descriptor.editableDocument }
+    }
+
+    /// Opens the layer through the client library; it must be downloaded.
+    func open(root: URL) throws -> Opened {
+        let store = try GlobalOptions.existingStore(at: root)
+        if server == nil, try store?.localDescriptors().contains(where: { $0.documentIdentifier == document }) != true {
+            throw CommandError(
+                message:
+                    "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)",
+                status: ExitStatus.problems)
+        }
+        let url = try ClientOptions.serverURL(server, store: store, document: document)
+        do {
+            let client = try InstantClient(serverURL: url, storeRoot: root)
+            let descriptor = try client.localDocumentDescriptors()[document]?.first { $0.layerName == layer }
+            guard let descriptor, descriptor.isDownloaded else {
+                throw CommandError(
+                    message:
+                        "\(Formats.identifier(document)) layer \(Formats.layer(layer)) is not in the store for \(url.absoluteString): run instantctl download first (instantctl ls shows what is)",
+                    status: ExitStatus.problems)
+            }
+            // Nothing syncs here: the changes wait for instantctl sync (or an app).
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            return Opened(client: client, server: url, descriptor: descriptor)
+        } catch let error as InstantError {
+            throw LayerOptions.failure(error)
+        }
+    }
+
+    /// A client error of a local annotations command as an exit status: bad input is a
+    /// usage error (2), a missing annotation a failure (1).
+    static func failure(_ error: InstantError) -> CommandError {
+        switch error.code {
+        case .invalidJSONStructure, .invalidRequest:
+            return CommandError(message: error.message, status: ExitStatus.usage)
+        case .noSuchAnnotation:
+            return CommandError(message: error.message, status: ExitStatus.problems)
+        default:
+            return ExitStatus.clientFailure(error, token: nil)
+        }
+    }
+
+    /// The JSON of `path` (`-` for standard input), with a clear error when it is not JSON.
+    static func readJSON(_ path: String) throws -> JSONValue {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let read = FileManager.default.contents(atPath: path) else {
+                throw CommandError.usage("cannot read \(path)")
+            }
+            data = read
+        }
+        do {
+            return try JSONValue.parse(data)
+        } catch {
+            throw CommandError.usage("\(path == "-" ? "standard input" : path) is not JSON: \(error.message)")
+        }
+    }
+
+    /// The annotations of Instant JSON input, each an object that Instant JSON accepts
+    /// (checked here so that an error names its place in the input), with its id or nil.
+    static func checkedAnnotations(in value: JSONValue) throws -> [(id: String?, content: JSONValue)] {
+        try annotations(in: value).enumerated().map { index, item in
+            let place = "annotation \(index + 1) of the input"
+            guard case .object = item else { throw CommandError.usage("\(place) is not a JSON object") }
+            if let id = item["id"], id.string == nil { throw CommandError.usage("\(place): \"id\" must be a string") }
+            if case .failure(let error) = Result(catching: { () throws(ProtocolError) in
+                try InstantJSON.validateAnnotation(item)
+            }) {
+                throw CommandError.usage("\(place): \(error.message)")
+            }
+            return (item["id"]?.string, item)
+        }
+    }
+
+    /// The annotations of Instant JSON input: one annotation object, an array of them, or
+    /// an Instant JSON document (`{"format": …, "annotations": [...]}`).
+    static func annotations(in value: JSONValue) throws -> [JSONValue] {
+        if case .array(let items) = value { return items }
+        if case .object = value, let list = value["annotations"] {
+            if let format = value["format"]?.string, format != InstantJSON.format {
+                throw CommandError.usage("unknown Instant JSON format \(format) (expected \(InstantJSON.format))")
+            }
+            guard case .array(let items) = list else {
+                throw CommandError.usage("\"annotations\" must be an array of annotations")
+            }
+            return items
+        }
+        if case .object = value { return [value] }
+        throw CommandError.usage("expected an annotation, an array of annotations, or an Instant JSON document")
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import InstantProtocol
+import ServerTestSupport
+import TestSupport
+import Testing
+
+/// `annotations list | show | add | update | delete | export | import`: the built binary
+/// on a layer downloaded from a real `instant-server` process, which is frozen (SIGSTOP)
+/// while the commands run: they must not need it.
+@Suite struct AnnotationsCommandTests {
+    static let note =
+        #"{"v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [1, 2, 30, 40], "text": "First note", "id": "n1", "customData": {"x": [1, 2.5, null]}}"#
+
+    @Test func offlineEditsThroughEveryCommandThenOneSync() async throws {
+        try await ServerProcess.with { server in
+            try await server.upload("plan", samplePDF(40_000))
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("annotations-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: root) }
+            let token = try await server.token(document: "plan", user: "ana")
+            #expect(
+                try await instantctl(["download", "--server", server.base, "--jwt", token], root: root).status == 0)
+            let layer = ["--document", "plan"]
+
+            server.process.signal(SIGSTOP)
+            // add: one annotation from standard input, then an array from a file (new ids).
+            let added = try await instantctl(["annotations", "add"] + layer, root: root, input: Self.note)
+            #expect(added.status == 0, "\(added.error)")
+            #expect(added.output == "added n1 in plan layer (default); pending until instantctl sync\n")
+            let file = root.deletingLastPathComponent().appendingPathComponent("input-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(
+                #"[{"v": 2, "type": "pspdfkit/text", "pageIndex": 2, "bbox": [0, 0, 9, 9], "text": {"format": "plain", "value": "Hi"}}, {"v": 2, "type": "pspdfkit/ink", "pageIndex": 0, "bbox": [0, 0, 5, 5], "lines": {"points": [], "intensities": []}, "lineWidth": 2}]"#
+                    .utf8
+            ).write(to: file)
+            let more = try await instantctl(["annotations", "add", "--file", file.path, "--json"] + layer, root: root)
+            #expect(more.status == 0, "\(more.error)")
+            let newIDs = try #require(try more.json()["added"] as? [String])
+            #expect(try newIDs.count == 2 && more.json()["state"] as? String == "dirty")
+
+            // list, human and JSON.
+            let list = try await instantctl(["annotations", "list"] + layer, root: root)
+            #expect(list.status == 0)
+            #expect(list.output.contains("n1 "))
+            #expect(list.output.contains(/n1\s+note\s+1\s+pending\s+First note/), "\(list.output)")
+            #expect(
+                list.output.hasSuffix("3 annotations in plan layer (default); 3 with local changes not yet synced\n"))
+            let listed = try await instantctl(["annotations", "list", "--json"] + layer, root: root)
+            let items = try #require(try listed.json()["annotations"] as? [[String: Any]])
+            #expect(Set(items.compactMap { $0["id"] as? String }) == Set(newIDs + ["n1"]))
+            #expect(items.allSatisfy { $0["synced"] as? Bool == false })
+
+            // show keeps every key, unknown ones and numbers included.
+            let shown = try await instantctl(["annotations", "show", "n1", "--json"] + layer, root: root)
+            let annotation = try #require(try shown.json()["annotation"] as? [String: Any])
+            #expect(annotation["text"] as? String == "First note" && annotation["id"] as? String == "n1")
+            #expect((annotation["customData"] as? [String: Any])?["x"] as? [Any] != nil)
+            let human = try await instantctl(["annotations", "show", "n1"] + layer, root: root)
+            #expect(human.output.contains(#""text" : "First note""#) && human.error.contains("not yet synced"))
+
+            // update from standard input; delete one of the new ones.
+            let changed = Self.note.replacingOccurrences(of: "First note", with: "Changed note")
+            let update = try await instantctl(["annotations", "update", "n1"] + layer, root: root, input: changed)
+            #expect(update.status == 0, "\(update.error)")
+            let delete = try await instantctl(["annotations", "delete", newIDs[1]] + layer, root: root)
+            #expect(delete.status == 0, "\(delete.error)")
+
+            // export to standard output and to a file; import replaces one and adds one.
+            let exported = try await instantctl(["annotations", "export"] + layer, root: root)
+            let document = try JSONValue.parse(Data(exported.output.utf8))
+            #expect(document["format"] == .string("https://pspdfkit.com/instant-json/v1"))
+            guard case .array(let exportedItems)? = document["annotations"] else {
+                Issue.record("no annotations array: \(exported.output)")
+                return
+            }
+            #expect(exportedItems.count == 2)
+            let exportFile = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: exportFile) }
+            let toFile = try await instantctl(
+                ["annotations", "export", "--output", exportFile.path] + layer, root: root)
+            #expect(toFile.output == "wrote 2 annotations to \(exportFile.path)\n")
+            #expect(try Data(contentsOf: exportFile) == Data(exported.output.utf8))
+            let imported = try await instantctl(
+                ["annotations", "import", "--json"] + layer, root: root,
+                input:
+                    #"{"format": "https://pspdfkit.com/instant-json/v1", "annotations": [{"v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [1, 2, 3, 4], "text": "Imported over", "id": "n1"}, {"v": 2, "type": "pspdfkit/note", "pageIndex": 3, "bbox": [1, 2, 3, 4], "text": "Imported new", "id": "n9"}]}"#
+            )
+            #expect(imported.status == 0, "\(imported.error)")
+            #expect(try imported.json()["created"] as? Int == 1 && imported.json()["replaced"] as? Int == 1)
+            server.process.signal(SIGCONT)
+
+            // One sync sends it all; another store sees what this one shows.
+            let sync = try await instantctl(["sync", "--jwt", token, "--json"], root: root)
+            #expect(sync.status == 0, "\(sync.error)")
+            #expect(try sync.json()["pending"] as? Int == 0 && sync.json()["annotations"] as? Int == 3)
+            let other = root.appendingPathExtension("other")
+            defer { try? FileManager.default.removeItem(at: other) }
+            #expect(
+                try await instantctl(["download", "--server", server.base, "--jwt", token], root: other).status == 0)
+            let there = try await instantctl(["annotations", "export"] + layer, root: other)
+            let here = try await instantctl(["annotations", "export"] + layer, root: root)
+            #expect(there.output == here.output)
+            #expect(here.output.contains("Imported over") && here.output.contains("Imported new"))
+            #expect(!here.output.contains("First note") && !here.output.contains("Changed note"))
+            let synced = try await instantctl(["annotations", "list", "--pending"] + layer, root: root)
+            #expect(synced.output == "no local changes in plan layer (default)\n")
+        }
+    }
+
+    @Test func badInputAndMissingThingsHaveClearErrorsAndChangeNothing() async throws {
+        try await ServerProcess.with { server in
+            try await server.upload("plan", samplePDF(20_000))
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("annotations-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: root) }
+            let token = try await server.token(document: "plan")
+            #expect(
+                try await instantctl(["download", "--server", server.base, "--jwt", token], root: root).status == 0)
+            let layer = ["--document", "plan"]
+            #expect(try await instantctl(["annotations", "add"] + layer, root: root, input: Self.note).status == 0)
+
+            let cases: [(arguments: [String], input: String?, status: Int32, message: String)] = [
+                (["add"], "not json", 2, "standard input is not JSON"),
+                (
+                    ["add"], #"[{"v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [0, 0, 1, 1]}, {"v": 2}]"#, 2,
+                    "annotation 2 of the input: "
+                ),
+                (["add"], Self.note, 2, "n1"),  // already exists
+                (["add"], "[]", 2, "no annotations in the input"),
+                (["update", "n1"], Self.note.replacingOccurrences(of: "\"n1\"", with: "\"n2\""), 2, "not n1"),
+                (
+                    ["update", "n404"], #"{"v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [0, 0, 1, 1]}"#, 1,
+                    "n404"
+                ),
+                (["delete", "n1", "n404"], nil, 1, "n404"),
+                (["show", "n404"], nil, 1, "no annotation n404 in plan layer (default)"),
+                (
+                    ["import"],
+                    #"[{"id": "a", "v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [0, 0, 1, 1]}, {"id": "a", "v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [0, 0, 1, 1]}]"#,
+                    2, "appears twice"
+                ),
+                (
+                    ["import"], #"{"format": "https://example.com/other", "annotations": []}"#, 2,
+                    "unknown Instant JSON format"
+                ),
+            ]
+            for test in cases {
+                let run = try await instantctl(["annotations"] + test.arguments + layer, root: root, input: test.input)
+                #expect(run.status == test.status, "\(test.arguments): \(run.error)")
+                #expect(run.error.contains(test.message), "\(test.arguments): \(run.error)")
+            }
+            // Nothing above changed the layer: n1 alone, as added.
+            let listed = try await instantctl(["annotations", "list", "--json"] + layer, root: root)
+            let items = try #require(try listed.json()["annotations"] as? [[String: Any]])
+            #expect(items.map { $0["id"] as? String } == ["n1"])
+
+            let unknown = try await instantctl(["annotations", "list", "--document", "nope"], root: root)
+            #expect(unknown.status == 1 && unknown.error.contains("run instantctl download first"))
+            let noLayer = try await instantctl(
+                ["annotations", "list", "--document", "plan", "--layer", "x"], root: root)
+            #expect(noLayer.status == 1 && noLayer.error.contains("is not in the store"))
+        }
+    }
+}
