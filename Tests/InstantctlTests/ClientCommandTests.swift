@@ -97,6 +97,55 @@ import Testing
         }
     }
 
+    /// Two stores change one annotation offline; the second to sync is told what it lost
+    /// and what the server kept, and what it received.
+    @Test func syncReportsALostChangeWithTheWinner() async throws {
+        try await ServerProcess.with { server in
+            _ = try await server.upload("plan", samplePDF(20_000))
+            try await withRoot { first in
+                try await withRoot { second in
+                    let ana = try await server.token(document: "plan", user: "ana")
+                    let carol = try await server.token(document: "plan", user: "carol")
+                    let note =
+                        #"{"id": "n1", "v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [1, 2, 3, 4], "text": "TEXT"}"#
+                    let layer = ["--document", "plan"]
+                    #expect(
+                        try await instantctl(["download", "--server", server.base, "--jwt", ana], root: first).status
+                            == 0)
+                    _ = try await instantctl(
+                        ["annotations", "add"] + layer, root: first,
+                        input: note.replacingOccurrences(of: "TEXT", with: "first"))
+                    #expect(try await instantctl(["sync", "--jwt", ana], root: first).status == 0)
+                    #expect(
+                        try await instantctl(["download", "--server", server.base, "--jwt", carol], root: second).status
+                            == 0)
+                    let update = ["annotations", "update", "n1"] + layer
+                    _ = try await instantctl(
+                        update, root: second, input: note.replacingOccurrences(of: "TEXT", with: "Carol's"))
+                    _ = try await instantctl(
+                        update, root: first, input: note.replacingOccurrences(of: "TEXT", with: "Ana's"))
+                    let anaSync = try await instantctl(["sync", "--jwt", ana], root: first)
+                    #expect(anaSync.output == "synced plan layer (default): 1 change sent, 1 annotation\n")
+
+                    let lost = try await instantctl(["sync", "--jwt", carol], root: second)
+                    #expect(lost.status == 0, "\(lost.error)")
+                    #expect(
+                        lost.output == """
+                            synced plan layer (default): 1 change sent, 1 received, 1 annotation
+                            lost n1: your update lost (conflict); the server kept note, page 1, "Ana's"
+
+                            """, "\(lost.output)")
+                    // The layer shows the winner, and a later sync has nothing to report.
+                    let again = try await instantctl(["sync", "--jwt", carol, "--json"], root: second)
+                    let json = try again.json()
+                    #expect((json["lost"] as? [Any])?.isEmpty == true && json["received"] as? Int == 0)
+                    let shown = try await instantctl(["annotations", "show", "n1", "--json"] + layer, root: second)
+                    #expect((try shown.json()["annotation"] as? [String: Any])?["text"] as? String == "Ana's")
+                }
+            }
+        }
+    }
+
     @Test func failuresHaveTheirExitStatusAndSayWhatToDo() async throws {
         try await ServerProcess.with { server in
             _ = try await server.upload("here", samplePDF(20_000))

@@ -1,4 +1,5 @@
 import Foundation
+import Instant
 import InstantProtocol
 
 extension Formats {
@@ -17,6 +18,22 @@ extension Formats {
             parts.append("\"\(identifier(short))\"")
         }
         return parts.joined(separator: ", ")
+    }
+
+    /// A local change the server did not take, and what it kept instead:
+    /// `welcome: your update lost (conflict); the server kept note, page 1, "Ana's"`.
+    static func lostChange(_ lost: InstantLostChange) -> String {
+        "\(identifier(lost.annotationID)): your \(lost.kind.rawValue) lost (\(lost.reason.rawValue)); the server kept "
+            + (lost.winner.map { annotation($0) } ?? "no such annotation")
+    }
+
+    /// The same as JSON.
+    static func lostChangeJSON(_ lost: InstantLostChange) -> JSONValue {
+        .object([
+            "annotation": .string(lost.annotationID), "kind": .string(lost.kind.rawValue),
+            "reason": .string(lost.reason.rawValue), "message": lost.message.map { .string($0) } ?? .null,
+            "lostContent": lost.lostContent ?? .null, "winner": lost.winner ?? .null,
+        ])
     }
 
     /// The time of day, `14:03:27` (UTC), for lines of a running command.

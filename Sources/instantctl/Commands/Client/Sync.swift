@@ -43,8 +43,10 @@ struct Sync: AsyncParsableCommand {
                 try await SyncWatch(session: session, root: options.rootURL, token: token, output: options.output).run()
                 return
             }
+            let events = session.client.events()
             let pending = try session.pendingChangeCount(root: options.rootURL)
             try await client.wait(for: descriptor.sync())
+            let (received, lost) = await Self.outcome(of: events, for: descriptor)
             let annotations = try descriptor.editableDocument.annotations().count
             let left = try session.pendingChangeCount(root: options.rootURL)
             let output = options.output
@@ -54,16 +56,39 @@ struct Sync: AsyncParsableCommand {
                         "server": .string(server.absoluteString), "document": .string(descriptor.identifier),
                         "layer": .string(descriptor.layerName), "sent": .integer(Int64(pending - left)),
                         "pending": .integer(Int64(left)), "annotations": .integer(Int64(annotations)),
-                        "state": .string("\(descriptor.documentState)"),
+                        "state": .string("\(descriptor.documentState)"), "received": .integer(Int64(received)),
+                        "lost": .array(lost.map(Formats.lostChangeJSON)),
                     ]))
                 return
             }
             output.summary(
                 "synced \(Formats.identifier(descriptor.identifier)) layer \(Formats.layer(descriptor.layerName)): "
-                    + "\(Formats.count(pending - left, "change")) sent, \(Formats.count(annotations, "annotation"))"
+                    + "\(Formats.count(pending - left, "change")) sent, "
+                    + (received > 0 ? "\(received) received, " : "") + Formats.count(annotations, "annotation")
                     + (left > 0 ? ", \(left) still pending" : ""))
+            // Lost changes are news even with --quiet.
+            for change in lost { output.print("lost \(Formats.lostChange(change))") }
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)
         }
+    }
+
+    /// What the cycle that just ended reported: the changes received from other writers,
+    /// and the local changes lost. Its events are all in the stream already (they are
+    /// emitted before the operation completes), up to its `didFinishSync`.
+    static func outcome(of events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor) async -> (
+        received: Int, lost: [InstantLostChange]
+    ) {
+        var received = 0
+        var lost: [InstantLostChange] = []
+        for await event in events where event.descriptor == descriptor {
+            switch event {
+            case .didReceiveChanges(_, let changes): received += changes.count
+            case .didLoseChange(_, let change): lost.append(change)
+            case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, lost)
+            default: continue
+            }
+        }
+        return (received, lost)
     }
 }

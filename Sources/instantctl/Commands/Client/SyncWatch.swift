@@ -109,15 +109,9 @@ struct SyncWatch {
             }
         case .didLoseChange(_, let lost):
             tally.counts.withLock { $0.lost += 1 }
-            emit(
-                human: "\(Formats.clock(Date())) lost     \(Formats.identifier(lost.annotationID))  "
-                    + "your \(lost.kind.rawValue) (\(lost.reason.rawValue)); the server kept "
-                    + (lost.winner.map { Formats.annotation($0) } ?? "no such annotation"),
-                json: [
-                    "event": "lost", "annotation": .string(lost.annotationID), "kind": .string(lost.kind.rawValue),
-                    "reason": .string(lost.reason.rawValue), "lostContent": lost.lostContent ?? .null,
-                    "winner": lost.winner ?? .null,
-                ])
+            var json = ["event": JSONValue.string("lost")]
+            if case .object(let members) = Formats.lostChangeJSON(lost) { json.merge(members) { $1 } }
+            emit(human: "\(Formats.clock(Date())) lost     \(Formats.lostChange(lost))", json: json)
         case .didFailAuthentication:
             return CommandError(
                 message:
