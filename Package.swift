@@ -61,7 +61,11 @@ let package = Package(
             name: "instantctl",
             dependencies: [
                 "Instant", "InstantStore", "InstantProtocol",
+                // The demo runs a server in the process and uploads to it as a backend would.
+                "InstantServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),

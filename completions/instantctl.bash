@@ -735,8 +735,16 @@ _instantctl_demo() {
     repeating_flags=()
     non_repeating_flags=(--keep --version -h --help)
     repeating_options=()
-    non_repeating_options=()
+    non_repeating_options=(--pdfs)
     __instantctl_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--pdfs')
+        __instantctl_add_completions -d
+        return
+        ;;
+    esac
 }
 
 _instantctl_help() {

@@ -54,7 +54,7 @@ public enum DemoStore {
     }
 
     /// A small, valid-looking PDF whose bytes depend on `seed`.
-    static func pdf(pages: Int, seed: Int) -> Data {
+    public static func pdf(pages: Int, seed: Int) -> Data {
         var text = "%PDF-1.7\n% demo \(seed)\n"
         for page in 0..<pages {
             text +=

@@ -54,7 +54,8 @@ public struct StoreLayout: Sendable, Equatable {
     static func layerRelativePath(key: String) -> String { "layers/\(key).sqlite" }
 
     func absolute(_ relativePath: String) -> String { rootPath + "/" + relativePath }
-    func blobPath(_ hash: BlobHash) -> String { absolute(Self.blobRelativePath(hash)) }
+    /// Where a PDF's (compressed) bytes are: `<root>/blobs/sha256/ab/<hex>`.
+    public func blobPath(_ hash: BlobHash) -> String { absolute(Self.blobRelativePath(hash)) }
     func layerPath(key: String) -> String { absolute(Self.layerRelativePath(key: key)) }
 
     /// A fresh name in `tmp/` for a writer to create with `O_EXCL`.

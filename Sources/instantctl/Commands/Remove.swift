@@ -90,7 +90,10 @@ struct Remove: ParsableCommand {
         if !options.quiet { for line in report.lines(verb: "removed") { output.print(line) } }
         var summary = "freed \(Formats.bytes(report.bytesFreed))"
         if report.discardedPendingChanges > 0 {
-            summary += "; \(Formats.count(Int(report.discardedPendingChanges), "change")) not yet synced were discarded"
+            let count = Int(report.discardedPendingChanges)
+            var fate = "discarded"
+            if let file = exported?.file.path { fate = "removed after being saved in \(file)" }
+            summary += "; \(Formats.count(count, "change")) not yet synced \(count == 1 ? "was" : "were") \(fate)"
         }
         output.summary(summary)
     }

@@ -1,0 +1,155 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs the demo's steps as the commands a user would type: each is printed (`$ …`), then
+/// run as a real `instantctl` process (this executable) whose output goes straight to the
+/// terminal. JWTs are passed in the environment and printed as `$ANA`, never as themselves.
+struct DemoShell {
+    /// This executable.
+    let executable: URL
+    /// The environment of every command: ours, with `INSTANT_HOME` set to the demo's store.
+    var environment: [String: String]
+    let output: Output
+
+    /// A JWT as the demo shows it: `$NAME`, and its value.
+    struct Token {
+        var name: String
+        var value: String
+    }
+
+    init(storeRoot: URL, output: Output) throws {
+        executable = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        var environment = ProcessInfo.processInfo.environment
+        environment["INSTANT_HOME"] = storeRoot.path
+        environment["INSTANT_JWT"] = nil
+        self.environment = environment
+        self.output = output
+    }
+
+    /// A heading for a part of the tour.
+    func heading(_ text: String) {
+        output.print("\n" + (Output.colour ? Style.bold("== \(text)") : "== \(text)"))
+    }
+
+    /// A line of explanation, as a shell comment.
+    func comment(_ text: String) {
+        output.print(Output.colour ? Style.dim("# \(text)") : "# \(text)")
+    }
+
+    /// Prints and runs `instantctl ARGUMENTS`, with `token` as `INSTANT_JWT` and `input`
+    /// on its standard input; returns its exit status (shown when it is not 0).
+    @discardableResult
+    func run(_ arguments: [String], token: Token? = nil, input: String? = nil) throws -> Int32 {
+        show(arguments, token: token, input: input)
+        let process = try process(arguments, token: token)
+        let feed = input.map { _ in Pipe() }
+        process.standardInput = feed ?? FileHandle.nullDevice
+        try process.run()
+        if let feed, let input {
+            feed.fileHandleForWriting.write(Data(input.utf8))
+            try feed.fileHandleForWriting.close()
+        }
+        process.waitUntilExit()
+        let status = process.terminationStatus
+        if status != 0 {
+            output.print(Output.colour ? Style.dim("(exit status \(status))") : "(exit status \(status))")
+        }
+        return status
+    }
+
+    /// Prints and starts `instantctl ARGUMENTS &`, its output collected (see ``Background``).
+    func start(_ arguments: [String], token: Token? = nil) throws -> Background {
+        show(arguments + ["&"], token: token, input: nil)
+        let process = try process(arguments, token: token)
+        return try Background(process)
+    }
+
+    private func process(_ arguments: [String], token: Token?) throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = self.environment
+        if let token { environment["INSTANT_JWT"] = token.value }
+        process.environment = environment
+        return process
+    }
+
+    private func show(_ arguments: [String], token: Token?, input: String?) {
+        var line = "$ "
+        if let input { line += "echo \(Self.quoted(input)) | " }
+        if let token { line += "INSTANT_JWT=$\(token.name) " }
+        line += (["instantctl"] + arguments.map(Self.quoted)).joined(separator: " ")
+        output.print(Output.colour ? Style.bold(line) : line)
+    }
+
+    /// A word as a shell reads it back.
+    static func quoted(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy {
+            CharacterSet.alphanumerics.contains($0) || "-_./:=%&@,+".unicodeScalars.contains($0)
+        }
+        if plain && !word.isEmpty { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// A command running in the background; its standard output is collected, for the
+    /// demo to show when it is ready (standard error goes to the terminal).
+    final class Background: Sendable {
+        private let process: Process
+        private let collected = Mutex(Data())
+        private let shown = Mutex(0)
+
+        init(_ process: Process) throws {
+            self.process = process
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardInput = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                self?.collected.withLock { $0.append(data) }
+            }
+            try process.run()
+        }
+
+        /// The complete lines written so far.
+        var lines: [String] {
+            let text = collected.withLock { String(decoding: $0, as: UTF8.self) }
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            lines.removeLast()  // after the last newline: not a whole line yet
+            return lines
+        }
+
+        /// Waits (up to `seconds`) for a line containing `text`.
+        func waitForLine(containing text: String, seconds: Double = 15) async -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if lines.contains(where: { $0.contains(text) }) { return true }
+                if !process.isRunning { return lines.contains { $0.contains(text) } }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+
+        /// The lines not shown yet, marked as this command's: `  │ line`.
+        func showNewLines(on output: Output) {
+            let all = lines
+            let from = shown.withLock { seen in
+                defer { seen = all.count }
+                return seen
+            }
+            for line in all.dropFirst(from) { output.print("  │ " + line) }
+        }
+
+        /// Sends `signal` and waits for the exit; returns the exit status.
+        func stop(_ signal: Int32) async -> Int32 {
+            kill(process.processIdentifier, signal)
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+            // What the pipe still held.
+            try? await Task.sleep(for: .milliseconds(50))
+            return process.terminationStatus
+        }
+    }
+}
