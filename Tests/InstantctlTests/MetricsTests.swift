@@ -134,6 +134,20 @@ import Testing
             #expect(json["pdfs"] as? Int == Int(try store.metrics().pdfs))
             let tenants = try #require(json["tenants"] as? [[String: Any]])
             #expect(tenants.map { $0["tenant"] as? String } == [DemoStore.acme, DemoStore.globex])
+
+            // JSON into a file the collector reads would break it.
+            let mixed = try await instantctl(["metrics", "--json", "-o", file.path], root: root)
+            #expect(mixed.status == 2 && mixed.error.contains("textfile collector"))
+        }
+    }
+
+    /// The same store gives the same bytes, run after run: families and series sorted.
+    @Test func theExpositionIsInAStableOrder() async throws {
+        try await withDemoStore { root, _ in
+            let first = try await instantctl(["metrics"], root: root).output
+            for _ in 0..<3 { #expect(try await instantctl(["metrics"], root: root).output == first) }
+            let families = first.split(separator: "\n").filter { $0.hasPrefix("# HELP ") }
+            #expect(families.count > 10 && families == families.sorted())
         }
     }
 }

@@ -39,6 +39,14 @@ struct Metrics: ParsableCommand {
         completion: .file(extensions: ["prom"]))
     var output: String?
 
+    func validate() throws {
+        if options.json, let output, output.hasSuffix(".prom") {
+            throw ValidationError(
+                "--json would write JSON into \(output), which the textfile collector reads as Prometheus text: drop --json, or name a .json file"
+            )
+        }
+    }
+
     func run() throws {
         let store = try options.openStore()
         let metrics = try store.metrics()
@@ -105,6 +113,22 @@ enum MetricsExposition {
         ).set(metrics.oldestPDFVerificationAt?.timeIntervalSince1970 ?? 0)
         gauge("quarantined_files", "Files verify or repair moved aside.").set(metrics.quarantinedFiles)
         gauge("quarantined", unit: "bytes", "Bytes of the quarantined files.").set(metrics.quarantinedBytes)
-        return registry.emitToBuffer()
+        return inStableOrder(registry.emitToBuffer())
+    }
+
+    /// The exposition with its families sorted by name and each family's series sorted:
+    /// the registry writes them in hash order, which changes from run to run, and a file
+    /// that changes only when the figures do is easier to diff and to cache.
+    static func inStableOrder(_ exposition: [UInt8]) -> [UInt8] {
+        var families: [[Substring]] = []
+        for line in String(decoding: exposition, as: UTF8.self).split(separator: "\n") {
+            if line.hasPrefix("# HELP ") || families.isEmpty { families.append([]) }
+            families[families.count - 1].append(line)
+        }
+        let sorted = families.map { family -> [Substring] in
+            let comments = family.prefix { $0.hasPrefix("#") }
+            return Array(comments) + family.dropFirst(comments.count).sorted()
+        }.sorted { ($0.first ?? "") < ($1.first ?? "") }
+        return Array(sorted.flatMap { $0.map { $0 + "\n" } }.joined().utf8)
     }
 }
