@@ -59,10 +59,15 @@ import Testing
 
             // update from standard input; delete one of the new ones.
             let changed = Self.note.replacingOccurrences(of: "First note", with: "Changed note")
-            let update = try await instantctl(["annotations", "update", "n1"] + layer, root: root, input: changed)
+            let update = try await instantctl(
+                ["annotations", "update", "n1", "--json"] + layer, root: root, input: changed)
             #expect(update.status == 0, "\(update.error)")
+            #expect(try update.json()["updated"] as? [String] == ["n1"])
             let delete = try await instantctl(["annotations", "delete", newIDs[1]] + layer, root: root)
             #expect(delete.status == 0, "\(delete.error)")
+            #expect(delete.output == "deleted \(newIDs[1]) in plan layer (default); pending until instantctl sync\n")
+            let deleteJSON = try await instantctl(["annotations", "delete", newIDs[1], "--json"] + layer, root: root)
+            #expect(deleteJSON.status == 1, "deleting it twice: \(deleteJSON.output)")
 
             // export to standard output and to a file; import replaces one and adds one.
             let exported = try await instantctl(["annotations", "export"] + layer, root: root)
@@ -79,6 +84,13 @@ import Testing
                 ["annotations", "export", "--output", exportFile.path] + layer, root: root)
             #expect(toFile.output == "wrote 2 annotations to \(exportFile.path)\n")
             #expect(try Data(contentsOf: exportFile) == Data(exported.output.utf8))
+            // Importing what was exported replaces each annotation with itself.
+            let again = try await instantctl(
+                ["annotations", "import", "--file", exportFile.path] + layer, root: root)
+            #expect(
+                again.output
+                    == "imported \(exportedItems.compactMap { $0["id"]?.string }.joined(separator: ", ")) in plan layer (default) (0 created, 2 replaced); pending until instantctl sync\n",
+                "\(again.output)")
             let imported = try await instantctl(
                 ["annotations", "import", "--json"] + layer, root: root,
                 input:

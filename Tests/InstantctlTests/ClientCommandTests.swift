@@ -14,17 +14,6 @@ import Testing
         return try await body(root)
     }
 
-    /// Every file under `root` holds none of `secret`'s bytes.
-    func expectNoFile(under root: URL, contains secret: String) throws {
-        let files =
-            FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []
-        #expect(!files.isEmpty)
-        for file in files where (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
-            let bytes = try Data(contentsOf: file)
-            #expect(bytes.range(of: Data(secret.utf8)) == nil, "the JWT is in \(file.path)")
-        }
-    }
-
     @Test func downloadMovesThePDFOnceAndNeverShowsOrStoresTheJWT() async throws {
         try await ServerProcess.with { server in
             _ = try await server.upload("contract", samplePDF(200_000))

@@ -51,3 +51,14 @@ func flipByteInPDF(of document: String, root: URL, store: InstantStore) throws {
     bytes[bytes.count / 2] ^= 0xFF
     try bytes.write(to: blob)
 }
+
+/// Every file under `root` holds none of `secret`'s bytes.
+func expectNoFile(under root: URL, contains secret: String) throws {
+    let files =
+        FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []
+    #expect(!files.isEmpty)
+    for file in files where (try? file.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
+        let bytes = try Data(contentsOf: file)
+        #expect(bytes.range(of: Data(secret.utf8)) == nil, "the JWT is in \(file.path)")
+    }
+}

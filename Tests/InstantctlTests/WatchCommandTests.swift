@@ -79,6 +79,7 @@ import Testing
                     "lost": .integer(0),
                 ])
             #expect(!watching.standardOutput.contains(bob) && !watching.standardError.contains(bob))
+            try expectNoFile(under: root, contains: bob)
 
             // People's output, ended with Ctrl-C.
             let human = try watch([], root: root, token: bob)
