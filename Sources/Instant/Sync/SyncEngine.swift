@@ -128,8 +128,12 @@ actor SyncEngine {
             repeat {
                 again = false
                 try Task.checkCancellation()
-                let round = SyncRound(
+                var round = SyncRound(
                     api: api, layer: layer, document: descriptor.identifier, jwt: jwt, batchLimit: batchLimit)
+                round.onReceive = { [weak descriptor] changes in
+                    guard let descriptor, let client = descriptor.client, !changes.isEmpty else { return }
+                    client.emit(.didReceiveChanges(descriptor, changes))
+                }
                 // One process at a time syncs a layer: another one's round, applied in
                 // between ours, could move the cursor back under our answer.
                 let lock = try await Self.syncLock(client.store, layer)
@@ -139,7 +143,6 @@ actor SyncEngine {
                     willReceive: { await self.enter(.receivingChanges) })
                 try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
-                if !outcome.received.isEmpty { client.emit(.didReceiveChanges(descriptor, outcome.received)) }
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try layer.pendingChangeCount() > 0 { again = true }
             } while again

@@ -5,9 +5,16 @@ import InstantStore
 /// What a round applied from other writers, as ``InstantEvent/didReceiveChanges(_:_:)``
 /// reports it.
 extension SyncRound {
+    /// Whether a change in the answer is what one of our replayed changes wrote (the answer
+    /// brings such records back when they changed after the request's base).
+    static func isOwn(_ change: WireServerChange, _ ours: [String: ClientChange]) -> Bool {
+        guard let mine = ours[change.id] else { return false }
+        return change.deleted ? mine.kind == .delete : mine.kind != .delete && mine.content == change.content
+    }
+
     /// Other writers' changes of a page, as the event reports them; `held` are the
     /// annotations the layer held before the page.
-    static func serverChanges(_ changes: ArraySlice<WireServerChange>, held: Set<String>) -> [InstantServerChange] {
+    static func serverChanges(_ changes: [WireServerChange], held: Set<String>) -> [InstantServerChange] {
         var held = held
         return changes.map { change in
             let kind: InstantServerChange.Kind =
@@ -21,9 +28,9 @@ extension SyncRound {
 
     /// What a snapshot changed: records added, changed (other bytes) or gone, leaving out
     /// those under a local change (they still show it).
-    static func snapshotChanges(before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<String>)
-        -> [InstantServerChange]
-    {
+    static func snapshotChanges(
+        before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<String>, revision: Int64
+    ) -> [InstantServerChange] {
         var old = Dictionary(before.map { ($0.id, $0.content) }, uniquingKeysWith: { $1 })
         var changes: [InstantServerChange] = []
         for (record, content) in after {
@@ -34,7 +41,6 @@ extension SyncRound {
                     annotationID: record.id, kind: previous == nil ? .created : .updated, content: content,
                     revision: record.revision))
         }
-        let revision = after.first?.0.revision ?? 0
         for id in old.keys.sorted() where !local.contains(id) {
             changes.append(InstantServerChange(annotationID: id, kind: .deleted, content: nil, revision: revision))
         }

@@ -17,6 +17,9 @@ struct SyncRound {
     let jwt: String
     /// At most this many changes go in one request.
     var batchLimit: Int
+    /// Told of other writers' changes as each page (or snapshot) is applied, so that a
+    /// round cut short still reports what it applied.
+    var onReceive: @Sendable ([InstantServerChange]) -> Void = { _ in }
 
     /// What a round did.
     struct Outcome {
@@ -26,21 +29,18 @@ struct SyncRound {
         var lost: [InstantLostChange] = []
         /// The server refused the batch as too large: send fewer.
         var batchTooLarge = false
-        /// Other writers' changes applied to the layer.
-        var received: [InstantServerChange] = []
     }
 
     /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let pending = try layer.pendingChanges(limit: batchLimit)
-        var received: [InstantServerChange] = []
         var meta = try layer.metadata()
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as
             // changed by another writer: start from a snapshot, as the protocol says.
-            received = try await reset()
+            try await reset()
             meta = try layer.metadata()
         }
         guard let clientID = meta.clientID else {
@@ -59,8 +59,8 @@ struct SyncRound {
             response = answer
         case .failure(let failure) where failure.isResetRequired:
             await willReceive()
-            received += try await reset()
-            return Outcome(sentChanges: !pending.isEmpty, received: received)
+            try await reset()
+            return Outcome(sentChanges: !pending.isEmpty)
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
         case .failure(let failure) where failure.isPayloadLimit:
@@ -68,8 +68,8 @@ struct SyncRound {
             // would block every later change. It is lost (reported), and the snapshot puts
             // the server's version of the record back.
             await willReceive()
-            received += try await reset(acknowledgingThrough: pending[0].sequence)
-            var outcome = Outcome(sentChanges: true, received: received)
+            try await reset(acknowledgingThrough: pending[0].sequence)
+            var outcome = Outcome(sentChanges: true)
             outcome.lost = [
                 try lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
             ]
@@ -105,11 +105,18 @@ struct SyncRound {
         let own = try Self.ownChanges(request.changes, response, base: meta.lastServerRevision)
         page.changes = own + page.changes
         var ownLeft = own.count
+        // What our replayed changes wrote, which the answer may bring back as changes.
+        let ours = Dictionary(
+            zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }.map { ($0.0.id, $0.0) },
+            uniquingKeysWith: { $1 })
         while true {
             changed.formUnion(page.changes.map(\.id))
-            let theirs = page.changes.dropFirst(ownLeft)
+            let theirs = page.changes.dropFirst(ownLeft).filter { !Self.isOwn($0, ours) }
             ownLeft = 0
-            let held = try layer.existingAnnotationIDs(among: theirs.map(\.id))
+            // Records still under a local change not decided by this answer keep showing it:
+            // the server's version is not what the layer shows, so it is not reported.
+            let held = theirs.isEmpty ? [] : try layer.existingAnnotationIDs(among: theirs.map(\.id))
+            let shadowed = theirs.isEmpty ? [] : try layer.pendingAnnotationIDs(after: acknowledged)
             let last = page.next == nil
             let needsSnapshot =
                 last
@@ -119,8 +126,8 @@ struct SyncRound {
             try layer.applyServerChanges(
                 try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
                 acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged)
-            received += Self.serverChanges(theirs, held: held)
-            if needsSnapshot { received += try await reset(acknowledgingThrough: acknowledged) }
+            onReceive(Self.serverChanges(theirs.filter { !shadowed.contains($0.id) }, held: held))
+            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision
@@ -131,13 +138,13 @@ struct SyncRound {
                 page = answer
                 continue
             case .failure(let failure) where failure.isResetRequired:
-                received += try await reset(acknowledgingThrough: acknowledged)
+                try await reset(acknowledgingThrough: acknowledged)
             case .failure(let failure):
                 throw failure
             }
             break
         }
-        var outcome = Outcome(sentChanges: !pending.isEmpty, received: received)
+        var outcome = Outcome(sentChanges: !pending.isEmpty)
         for (change, result) in rejected {
             let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
             outcome.lost.append(try lostChange(change, reason: reason, message: result.message))
@@ -159,10 +166,9 @@ struct SyncRound {
     /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
     /// the pending changes applied on top again; they are sent from there, keeping their
     /// change ids. Pending changes through `acknowledged` (decided by the server) are
-    /// dropped in the same transaction. Returns the records the snapshot changed, other
-    /// than those under a local change.
-    @discardableResult
-    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws -> [InstantServerChange] {
+    /// dropped in the same transaction. The records the snapshot changed, other than those
+    /// still under a local change, go to ``onReceive``.
+    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws {
         var attempts = 0
         while true {
             attempts += 1
@@ -190,12 +196,17 @@ struct SyncRound {
             let stored = records.map {
                 ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)
             }
+            // Read before the snapshot's transaction: a local change another process makes in
+            // between can be misreported (never misapplied).
             let before = try layer.annotations()
-            let local = try layer.pendingAnnotationIDs()
+            let local = try layer.pendingAnnotationIDs(after: acknowledged)
             try layer.applySnapshot(
                 stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
-            return Self.snapshotChanges(
-                before: before, after: zip(records, stored).map { ($0.1, $0.0.content) }, local: local)
+            onReceive(
+                Self.snapshotChanges(
+                    before: before, after: zip(records, stored).map { ($0.1, $0.0.content) }, local: local,
+                    revision: first.revision))
+            return
         }
     }
 

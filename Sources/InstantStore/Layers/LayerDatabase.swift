@@ -176,12 +176,14 @@ public final class LayerDatabase: Sendable {
         try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0 }
     }
 
-    /// The annotations that have a local change waiting for the server.
-    public func pendingAnnotationIDs() throws(StoreError) -> Set<String> {
+    /// The annotations that have a local change waiting for the server (only changes after
+    /// sequence number `after`, when given).
+    public func pendingAnnotationIDs(after: Int64? = nil) throws(StoreError) -> Set<String> {
         try read { db in
             Set(
-                try Data.fetchAll(db, sql: "SELECT DISTINCT annotationId FROM pendingChange").map(
-                    String.init(storedBytes:)))
+                try Data.fetchAll(
+                    db, sql: "SELECT DISTINCT annotationId FROM pendingChange WHERE seq > ?", arguments: [after ?? -1]
+                ).map(String.init(storedBytes:)))
         }
     }
 

@@ -1,0 +1,52 @@
+import Foundation
+import InstantProtocol
+@testable import InstantStore
+import Testing
+
+@testable import Instant
+
+/// How a round tells other writers' changes from its own and from what the layer shows.
+@Suite struct ServerChangeDiffTests {
+    func content(_ text: String) -> JSONValue { .object(["type": "pspdfkit/note", "text": .string(text)]) }
+
+    @Test func aSnapshotReportsAddedChangedAndGoneRecordsButNotThoseUnderALocalChange() {
+        let before = [
+            Annotation(id: "same", content: content("same").jsonData(), serverRevision: 1, isDeleted: false),
+            Annotation(id: "changed", content: content("old").jsonData(), serverRevision: 1, isDeleted: false),
+            Annotation(id: "gone", content: content("gone").jsonData(), serverRevision: 1, isDeleted: false),
+            Annotation(id: "mine", content: content("local").jsonData(), serverRevision: 1, isDeleted: false),
+        ]
+        let after = [("same", "same"), ("changed", "new"), ("added", "added"), ("mine", "server")].map { id, text in
+            (ServerRecord(id: id, content: content(text).jsonData(), revision: 9), content(text))
+        }
+        let changes = SyncRound.snapshotChanges(before: before, after: after, local: ["mine"], revision: 9)
+        #expect(
+            changes.map { "\($0.kind.rawValue) \($0.annotationID)" } == [
+                "updated changed", "created added", "deleted gone",
+            ])
+        #expect(changes.allSatisfy { $0.revision == 9 })
+        // An empty snapshot still dates its deletions.
+        let emptied = SyncRound.snapshotChanges(before: before, after: [], local: [], revision: 12)
+        #expect(emptied.count == 4 && emptied.allSatisfy { $0.kind == .deleted && $0.revision == 12 })
+    }
+
+    @Test func aPageTellsCreatesFromUpdatesAndLeavesOutWhatOurReplayedChangesWrote() {
+        let page = [
+            WireServerChange(id: "a", revision: 5, deleted: false, content: content("a")),
+            WireServerChange(id: "a", revision: 6, deleted: false, content: content("a2")),
+            WireServerChange(id: "b", revision: 7, deleted: true, content: nil),
+            WireServerChange(id: "c", revision: 8, deleted: false, content: content("c")),
+        ]
+        let changes = SyncRound.serverChanges(page, held: ["b", "c"])
+        #expect(
+            changes.map { "\($0.kind.rawValue) \($0.annotationID)" } == [
+                "created a", "updated a", "deleted b", "updated c",
+            ])
+        let ours = [
+            "c": ClientChange(changeId: 1, kind: .update, id: "c", content: content("c")),
+            "b": ClientChange(changeId: 2, kind: .delete, id: "b", content: nil),
+            "a": ClientChange(changeId: 3, kind: .update, id: "a", content: content("not what the server has")),
+        ]
+        #expect(page.filter { SyncRound.isOwn($0, ours) }.map(\.id) == ["b", "c"])
+    }
+}
