@@ -81,6 +81,16 @@ import Testing
             #expect(!watching.standardOutput.contains(bob) && !watching.standardError.contains(bob))
             try expectNoFile(under: root, contains: bob)
 
+            // A reader that stops reading (`| head -1`) ends the watch, as it ends other commands.
+            var environment = ProcessInfo.processInfo.environment
+            environment["INSTANT_JWT"] = bob
+            let piped = try ChildProcess(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "'\(Executables.url("instantctl").path)' sync --watch --root '\(root.path)' | head -1"],
+                environment: environment)
+            #expect(try await piped.exit(within: .seconds(20)) == ChildProcess.Ending(status: 0))
+            #expect(piped.standardOutput.hasPrefix("watching board layer (default)"))
+
             // People's output, ended with Ctrl-C.
             let human = try watch([], root: root, token: bob)
             let first = try await human.waitForOutput(containing: "Ctrl-C stops")

@@ -1,5 +1,6 @@
 import Foundation
 import InstantProtocol
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -57,6 +58,16 @@ struct Output {
         write(Array("\(prefix) \(message)\n".utf8), to: STDERR_FILENO)
     }
 
+    /// Standard output's reader has gone (a write failed with `EPIPE`, as after `| head`):
+    /// a command that runs until stopped ends.
+    static var standardOutputClosed: Bool {
+        if closedOutput.load(ordering: .relaxed) { return true }
+        // A pipe whose reader has gone reports an error to poll(2) before anything is written.
+        var watched = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+        return poll(&watched, 1, 0) == 1 && watched.revents & Int16(POLLERR | POLLHUP) != 0
+    }
+    private static let closedOutput = Atomic<Bool>(false)
+
     static func write(_ bytes: [UInt8], to descriptor: Int32) {
         bytes.withUnsafeBytes { buffer in
             guard var base = buffer.baseAddress else { return }
@@ -65,6 +76,7 @@ struct Output {
                 let written = Glibc.write(descriptor, base, min(remaining, 1 << 16))
                 if written < 0 {
                     if errno == EINTR { continue }
+                    if errno == EPIPE && descriptor == STDOUT_FILENO { closedOutput.store(true, ordering: .relaxed) }
                     return  // a closed pipe (`| head`): nothing more to say
                 }
                 base += written

@@ -23,7 +23,11 @@ final class Signals {
             // The default action (ending the process) must be off before the source takes over.
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
+            source.setEventHandler {
+                // The first one asks for a clean stop; a second one ends the process at once.
+                signal(number, SIG_DFL)
+                continuation.yield(number)
+            }
             source.resume()
             return source
         }

@@ -12,8 +12,9 @@ import Synchronization
 /// `sync --watch`: listens for the server's changes and syncs until SIGINT or SIGTERM,
 /// printing each change as it arrives (one line each, or one JSON object per line), and
 /// sends local changes other processes make (`instantctl annotations add`) within half a
-/// second. A server that cannot be reached is waited for; a refused JWT (exit status 6) or
-/// a document gone from the server (7) ends the watch.
+/// second. A server that cannot be reached is waited for (with the client's backoff); a
+/// refused JWT (exit status 6), a document gone from the server (7) or a layer removed
+/// from the store (1) ends the watch, and so does a reader that stops reading (`| head`).
 struct SyncWatch {
     var session: ClientOptions.Session
     var root: URL
@@ -25,12 +26,22 @@ struct SyncWatch {
     private enum Ending: Sendable {
         case signal(Int32)
         case failure(CommandError)
+        case outputClosed
     }
 
-    /// What the watch has done, for the last line.
+    /// What the watch has done, for its lines and the last one.
     private final class Tally: Sendable {
-        struct Counts { var received = 0, sent = 0, lost = 0, waiting = false }
+        struct Counts {
+            var received = 0, sent = 0, lost = 0
+            /// Lost changes not yet taken off a drop in the pending count.
+            var lostSinceCount = 0
+            var waiting = false
+            /// The layer's pending changes when last counted.
+            var pending = 0
+        }
         let counts = Mutex(Counts())
+        /// One line at a time on standard output, from any task.
+        let printing = Mutex(())
     }
 
     func run() async throws {
@@ -40,12 +51,15 @@ struct SyncWatch {
         defer { withExtendedLifetime(signals) {} }
         let stopping = signals.stream
         let tally = Tally()
+        let pendingAtStart = pendingChangeCount()
+        tally.counts.withLock { $0.pending = pendingAtStart }
         descriptor.startListeningForServerChanges()
         defer {
             descriptor.stopListeningForServerChanges()
             descriptor.stopSyncing(true)
         }
         emit(
+            tally,
             human: "watching \(Formats.identifier(descriptor.identifier)) layer \(Formats.layer(descriptor.layerName)) "
                 + "on \(session.server.absoluteString); Ctrl-C stops",
             json: [
@@ -54,7 +68,13 @@ struct SyncWatch {
             ])
         let ending = await withTaskGroup(of: Ending?.self) { group -> Ending? in
             group.addTask {
-                for await number in stopping { return .signal(number) }
+                for await number in stopping {
+                    // A round in flight is cancelled now: nothing is lost (a pending change
+                    // is dropped only with the server's verdict on it), and the exit is prompt.
+                    descriptor.stopListeningForServerChanges()
+                    descriptor.stopSyncing(true)
+                    return .signal(number)
+                }
                 return nil
             }
             group.addTask {
@@ -63,10 +83,7 @@ struct SyncWatch {
                 }
                 return nil
             }
-            group.addTask {
-                await sendLocalChanges(tally)
-                return nil
-            }
+            group.addTask { await sendLocalChanges(tally) }
             defer { group.cancelAll() }
             while let next = await group.next() {
                 if let next { return next }
@@ -77,8 +94,11 @@ struct SyncWatch {
         switch ending {
         case .failure(let failure):
             throw failure
+        case .outputClosed:
+            return
         case .signal(let number):
             emit(
+                tally,
                 human: "stopped on \(Signals.name(number)): \(Formats.count(counts.received, "change")) received, "
                     + "\(counts.sent) sent, \(counts.lost) lost",
                 json: [
@@ -98,6 +118,7 @@ struct SyncWatch {
             tally.counts.withLock { $0.received += changes.count }
             for change in changes {
                 emit(
+                    tally,
                     human:
                         "\(Formats.clock(Date())) \(change.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
                         + "\(Formats.identifier(change.annotationID))  \(Formats.annotation(change.content))",
@@ -108,10 +129,15 @@ struct SyncWatch {
                     ])
             }
         case .didLoseChange(_, let lost):
-            tally.counts.withLock { $0.lost += 1 }
+            tally.counts.withLock {
+                $0.lost += 1
+                $0.lostSinceCount += 1
+            }
             var json = ["event": JSONValue.string("lost")]
             if case .object(let members) = Formats.lostChangeJSON(lost) { json.merge(members) { $1 } }
-            emit(human: "\(Formats.clock(Date())) lost     \(Formats.lostChange(lost))", json: json)
+            // News even with --quiet, as with one sync.
+            emit(
+                tally, human: "\(Formats.clock(Date())) lost     \(Formats.lostChange(lost))", json: json, always: true)
         case .didFailAuthentication:
             return CommandError(
                 message:
@@ -124,10 +150,16 @@ struct SyncWatch {
             }
             if first {
                 emit(
-                    human: "\(Formats.clock(Date())) waiting for the server (\(error.message)); retrying",
+                    tally, human: "\(Formats.clock(Date())) waiting for the server (\(error.message)); retrying",
                     json: ["event": "waiting", "message": .string(error.message)])
             }
-        case .didFailSync(_, let error):
+        case .didFailSync(let descriptor, let error):
+            guard descriptor.isDownloaded else {
+                return CommandError(
+                    message:
+                        "the layer was removed from the store while it was watched (\(error.message)); download it again to watch it",
+                    status: ExitStatus.problems)
+            }
             return ExitStatus.clientFailure(error, token: token)
         case .didFinishSync:
             let resumed = tally.counts.withLock { counts in
@@ -135,8 +167,9 @@ struct SyncWatch {
                 return counts.waiting
             }
             if resumed {
-                emit(human: "\(Formats.clock(Date())) the server answers again", json: ["event": "connected"])
+                emit(tally, human: "\(Formats.clock(Date())) the server answers again", json: ["event": "connected"])
             }
+            countSent(tally)
         default:
             break
         }
@@ -144,25 +177,51 @@ struct SyncWatch {
     }
 
     /// Syncs once at the start, then whenever the layer has local changes (made by this
-    /// or another process) and no cycle runs.
-    private func sendLocalChanges(_ tally: Tally) async {
+    /// or another process) and no cycle runs; after a failure, waits as the client's retry
+    /// policy says (the failure itself is reported by its event). Ends when standard output
+    /// is closed.
+    private func sendLocalChanges(_ tally: Tally) async -> Ending? {
         let descriptor = session.descriptor
+        let policy = session.client.retryPolicy
         var first = true
+        var failures = 0
         while !Task.isCancelled {
-            if first || descriptor.documentState == .dirty {
+            if Output.standardOutputClosed { return .outputClosed }
+            // Local changes made since the last look, so that sending them is counted.
+            let pending = pendingChangeCount()
+            tally.counts.withLock { $0.pending = max($0.pending, pending) }
+            if first || pending > 0 {
                 first = false
-                let before = pendingChangeCount()
-                // A failure is reported by its event (and retried, or ends the watch).
-                try? await descriptor.sync().result()
-                let sent = max(0, before - pendingChangeCount())
-                if sent > 0 {
-                    tally.counts.withLock { $0.sent += sent }
-                    emit(
-                        human: "\(Formats.clock(Date())) sent     \(Formats.count(sent, "local change"))",
-                        json: ["event": "sent", "changes": .integer(Int64(sent))])
+                do {
+                    try await descriptor.sync().result()
+                    failures = 0
+                } catch {
+                    failures += 1
+                    let retryAfter = (error as? InstantError)?.retryAfter
+                    try? await Task.sleep(for: policy.delay(attempt: failures, retryAfter: retryAfter))
+                    continue
                 }
             }
             try? await Task.sleep(for: pollInterval)
+        }
+        return nil
+    }
+
+    /// After a cycle: the drop in pending changes, less those lost, were sent.
+    private func countSent(_ tally: Tally) {
+        let now = pendingChangeCount()
+        let sent = tally.counts.withLock { counts -> Int in
+            let decided = max(0, counts.pending - now)
+            let sent = max(0, decided - counts.lostSinceCount)
+            counts.pending = now
+            counts.lostSinceCount = 0
+            counts.sent += sent
+            return sent
+        }
+        if sent > 0 {
+            emit(
+                tally, human: "\(Formats.clock(Date())) sent     \(Formats.count(sent, "local change"))",
+                json: ["event": "sent", "changes": .integer(Int64(sent))])
         }
     }
 
@@ -170,13 +229,15 @@ struct SyncWatch {
         (try? session.pendingChangeCount(root: root)) ?? 0
     }
 
-    /// One line of human output, or one JSON object per line with --json; written at once
-    /// (a pipe reader sees each change as it comes).
-    private func emit(human: String, json: [String: JSONValue]) {
-        if output.json {
-            output.print(json: .object(json))
-        } else if !output.quiet {
-            output.print(human)
+    /// One line of human output (unless --quiet, or `always`), or one JSON object per line
+    /// with --json; written at once and whole (a pipe reader sees each change as it comes).
+    private func emit(_ tally: Tally, human: String, json: [String: JSONValue], always: Bool = false) {
+        tally.printing.withLock { _ in
+            if output.json {
+                output.print(json: .object(json))
+            } else if !output.quiet || always {
+                output.print(human)
+            }
         }
     }
 }
