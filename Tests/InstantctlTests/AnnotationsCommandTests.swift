@@ -22,6 +22,7 @@ import Testing
             let layer = ["--document", "plan"]
 
             server.process.signal(SIGSTOP)
+            defer { server.process.signal(SIGCONT) }  // also when an expectation throws
             // add: one annotation from standard input, then an array from a file (new ids).
             let added = try await instantctl(["annotations", "add"] + layer, root: root, input: Self.note)
             #expect(added.status == 0, "\(added.error)")
@@ -68,6 +69,12 @@ import Testing
             #expect(delete.output == "deleted \(newIDs[1]) in plan layer (default); pending until instantctl sync\n")
             let deleteJSON = try await instantctl(["annotations", "delete", newIDs[1], "--json"] + layer, root: root)
             #expect(deleteJSON.status == 1, "deleting it twice: \(deleteJSON.output)")
+            // The deletion waits for a sync, and list says so.
+            let pendingList = try await instantctl(["annotations", "list", "--pending", "--json"] + layer, root: root)
+            #expect(try pendingList.json()["pendingDeletions"] as? [String] == [newIDs[1]])
+            let pendingHuman = try await instantctl(["annotations", "list", "--pending"] + layer, root: root)
+            #expect(
+                pendingHuman.output.contains(try Regex("\(newIDs[1])\\s+-\\s+-\\s+deleted")), "\(pendingHuman.output)")
 
             // export to standard output and to a file; import replaces one and adds one.
             let exported = try await instantctl(["annotations", "export"] + layer, root: root)
@@ -137,6 +144,13 @@ import Testing
                 ),
                 (["add"], Self.note, 2, "n1"),  // already exists
                 (["add"], "[]", 2, "no annotations in the input"),
+                (["import"], #"{"annotations": []}"#, 2, "no annotations in the input"),
+                (
+                    ["add"],
+                    "[\(Self.note.replacingOccurrences(of: "n1", with: "n7")), \(Self.note.replacingOccurrences(of: "n1", with: "n7"))]",
+                    2, "appears twice"
+                ),
+                (["delete", "n1", "n1"], nil, 2, "named twice"),
                 (["update", "n1"], Self.note.replacingOccurrences(of: "\"n1\"", with: "\"n2\""), 2, "not n1"),
                 (
                     ["update", "n404"], #"{"v": 2, "type": "pspdfkit/note", "pageIndex": 0, "bbox": [0, 0, 1, 1]}"#, 1,

@@ -53,16 +53,21 @@ public final class ChildProcess: Sendable {
         }
         process.standardOutput = output
         process.standardError = error
+        var inputHandle: FileHandle?
         if let input {
             let inputFile = directory.appendingPathComponent("child-\(name).in")
             try input.write(to: inputFile)
             defer { try? FileManager.default.removeItem(at: inputFile) }
-            process.standardInput = try FileHandle(forReadingFrom: inputFile)
+            let reading = try FileHandle(forReadingFrom: inputFile)
+            process.standardInput = reading
+            inputHandle = reading
         } else {
             process.standardInput = FileHandle.nullDevice
         }
         self.process = process
         try process.run()
+        // The child has its own copy now.
+        try? inputHandle?.close()
     }
 
     deinit {

@@ -63,7 +63,7 @@ struct Metrics: ParsableCommand {
             options.output.print(lines: bytes)
             return
         }
-        try AtomicFile.replace(output, with: bytes)
+        try AtomicFile.replace(output, with: bytes, mode: 0o644)
     }
 }
 

@@ -43,18 +43,26 @@ struct DemoShell {
     /// Prints and runs `instantctl ARGUMENTS`, with `token` as `INSTANT_JWT` and `input`
     /// on its standard input; returns its exit status (shown when it is not 0).
     @discardableResult
-    func run(_ arguments: [String], token: Token? = nil, input: String? = nil) throws -> Int32 {
+    func run(_ arguments: [String], token: Token? = nil, input: String? = nil) async throws -> Int32 {
         show(arguments, token: token, input: input)
         let process = try process(arguments, token: token)
         let feed = input.map { _ in Pipe() }
         process.standardInput = feed ?? FileHandle.nullDevice
-        try process.run()
-        if let feed, let input {
-            feed.fileHandleForWriting.write(Data(input.utf8))
-            try feed.fileHandleForWriting.close()
+        // Waited for without blocking a thread: the demo's server answers on this process's
+        // threads while the command runs.
+        let status = try await withCheckedThrowingContinuation { (done: CheckedContinuation<Int32, any Error>) in
+            process.terminationHandler = { done.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                done.resume(throwing: error)
+                return
+            }
+            if let feed, let input {
+                feed.fileHandleForWriting.write(Data(input.utf8))
+                try? feed.fileHandleForWriting.close()
+            }
         }
-        process.waitUntilExit()
-        let status = process.terminationStatus
         if status != 0 {
             output.print(Output.colour ? Style.dim("(exit status \(status))") : "(exit status \(status))")
         }
@@ -101,6 +109,8 @@ struct DemoShell {
         private let process: Process
         private let collected = Mutex(Data())
         private let shown = Mutex(0)
+        /// The pipe reached its end (the command exited, and all it wrote is collected).
+        private let ended = Atomic<Bool>(false)
 
         init(_ process: Process) throws {
             self.process = process
@@ -109,9 +119,20 @@ struct DemoShell {
             process.standardInput = FileHandle.nullDevice
             pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
                 let data = handle.availableData
+                guard !data.isEmpty else {
+                    // The end: stop watching, or the handler would be called again and again.
+                    handle.readabilityHandler = nil
+                    self?.ended.store(true, ordering: .relaxed)
+                    return
+                }
                 self?.collected.withLock { $0.append(data) }
             }
             try process.run()
+        }
+
+        deinit {
+            // A tour cut short must not leave the command running.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
 
         /// The complete lines written so far.
@@ -143,12 +164,19 @@ struct DemoShell {
             for line in all.dropFirst(from) { output.print("  │ " + line) }
         }
 
-        /// Sends `signal` and waits for the exit; returns the exit status.
+        /// Sends `signal` and waits (10 s at most, then SIGKILL) for the exit and the end of
+        /// its output; returns the exit status.
         func stop(_ signal: Int32) async -> Int32 {
             kill(process.processIdentifier, signal)
-            while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-            // What the pipe still held.
-            try? await Task.sleep(for: .milliseconds(50))
+            let deadline = ContinuousClock.now + .seconds(10)
+            while process.isRunning {
+                if ContinuousClock.now > deadline { kill(process.processIdentifier, SIGKILL) }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            let drained = ContinuousClock.now + .seconds(2)
+            while !ended.load(ordering: .relaxed) && ContinuousClock.now < drained {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
             return process.terminationStatus
         }
     }

@@ -56,74 +56,79 @@ struct DemoTour {
             "$ANA, $BOB, $ANA_HANDBOOK and $CAROL are JWTs the backend signed; instantctl never stores or prints them.")
 
         shell.heading("2. Two users download the same document")
-        try step(["download", "--server", server], token: ana)
+        try await step(["download", "--server", server], token: ana)
         shell.comment("Bob's layer of the same document: the PDF is in the store already, and --server is implied.")
-        try step(["download"], token: bob)
-        try step(["download", "--server", server], token: anaHandbook)
+        try await step(["download"], token: bob)
+        try await step(["download", "--server", server], token: anaHandbook)
 
         shell.heading("3. Ana edits offline, then syncs")
         shell.comment("No network needed: the change waits in the store, and ls shows the layer dirty.")
-        try step(["annotations", "add", "--document", "report"], input: note("welcome", "Welcome to the report"))
-        try step(["ls"])
-        try step(["sync"], token: ana)
+        try await step(["annotations", "add", "--document", "report"], input: note("welcome", "Welcome to the report"))
+        try await step(["ls"])
+        try await step(["sync"], token: ana)
 
         shell.heading("4. Carol, on another device, listens and sees Ana's next edit as it happens")
         let carolStore = ["--root", carolRoot.path]
-        try step(["download", "--server", server] + carolStore, token: carol)
+        try await step(["download", "--server", server] + carolStore, token: carol)
         let watch = try shell.start(["sync", "--watch"] + carolStore, token: carol)
-        try await expect(watch, "watching")
-        try step(
-            ["annotations", "add", "--document", "report"], input: note("margin-1", "Check the figures", page: 1))
-        try step(["sync"], token: ana)
-        try await expect(watch, "margin-1")
+        do {
+            try await expect(watch, "watching")
+            try await step(
+                ["annotations", "add", "--document", "report"], input: note("margin-1", "Check the figures", page: 1))
+            try await step(["sync"], token: ana)
+            try await expect(watch, "margin-1")
+        } catch {
+            _ = await watch.stop(SIGKILL)
+            throw error
+        }
         output.print("$ kill -INT %1")
         let stopped = await watch.stop(SIGINT)
         watch.showNewLines(on: output)
         guard stopped == 0 else { throw failure("sync --watch ended with status \(stopped) on SIGINT, expected 0") }
 
         shell.heading("5. A conflict: both change the welcome note offline, the first to sync wins")
-        try step(
+        try await step(
             ["annotations", "update", "welcome", "--document", "report"] + carolStore,
             input: note("welcome", "Welcome (Carol's edit)"))
-        try step(
+        try await step(
             ["annotations", "update", "welcome", "--document", "report"], input: note("welcome", "Welcome (Ana's edit)")
         )
-        try step(["sync"], token: ana)
+        try await step(["sync"], token: ana)
         shell.comment("Carol's change is reported lost, with what the server kept; her layer now shows Ana's.")
-        try step(["sync"] + carolStore, token: carol)
+        try await step(["sync"] + carolStore, token: carol)
 
         shell.heading("6. What the store holds")
-        try step(["ls"])
-        try step(["du"])
-        try step(["cache"])
+        try await step(["ls"])
+        try await step(["du"])
+        try await step(["cache"])
 
         shell.heading("7. rm does not lose changes that are not synced")
-        try step(
+        try await step(
             ["annotations", "add", "--document", "report", "--layer", "review"],
             input: note("draft-1", "Bob's draft, not synced"))
-        try step(["rm", "--document", "report", "--layer", "review"], status: ExitStatus.refused.rawValue)
+        try await step(["rm", "--document", "report", "--layer", "review"], status: ExitStatus.refused.rawValue)
         let export = directory.appendingPathComponent("bob-unsynced.json")
-        try step(["rm", "--document", "report", "--layer", "review", "--export", export.path])
+        try await step(["rm", "--document", "report", "--layer", "review", "--export", export.path])
         shell.comment("\(export.lastPathComponent) holds Bob's change as Instant JSON, to apply again later.")
 
         shell.heading("8. A flipped byte: found, then repaired by downloading again")
         let flipped = try flipByte(document: "report")
         shell.comment("A disk error: one byte of report's stored PDF flipped (at offset \(flipped)).")
-        try step(["verify", "--deep"], status: ExitStatus.problems.rawValue)
-        try step(["ls"])
-        try step(["rm", "--document", "report"])
+        try await step(["verify", "--deep"], status: ExitStatus.problems.rawValue)
+        try await step(["ls"])
+        try await step(["rm", "--document", "report"])
         shell.comment(
             "Downloading again brings back only what rm removed: report's PDF and Ana's annotations; the handbook is not touched."
         )
-        try step(["download", "--server", server], token: ana)
-        try step(["verify", "--deep"])
+        try await step(["download", "--server", server], token: ana)
+        try await step(["verify", "--deep"])
 
         shell.heading("9. prune keeps the store within a budget")
         let budget = try budget(evicting: "handbook")
-        try step(["du"])
+        try await step(["du"])
         shell.comment("A budget below the store's size: the least recently used clean data goes first.")
-        try step(["prune", "--max-size", budget])
-        try step(["ls"])
+        try await step(["prune", "--max-size", budget])
+        try await step(["ls"])
 
         let seconds = (ContinuousClock.now - started).components.seconds
         output.print("\nThe tour took \(seconds) s.")
@@ -134,8 +139,8 @@ struct DemoTour {
     /// Runs a step, which must end with `status`.
     private func step(
         _ arguments: [String], token: DemoShell.Token? = nil, input: String? = nil, status: Int32 = 0
-    ) throws {
-        let ended = try shell.run(arguments, token: token, input: input)
+    ) async throws {
+        let ended = try await shell.run(arguments, token: token, input: input)
         guard ended == status else {
             throw failure(
                 "instantctl \(arguments.joined(separator: " ")) ended with status \(ended), expected \(status)")

@@ -25,9 +25,21 @@ struct LayerOptions: ParsableArguments {
         var client: InstantClient
         var server: URL
         var descriptor: InstantDocumentDescriptor
+        var root: URL
 
         /// The descriptor's editable document.
         var document: InstantDocument { descriptor.editableDocument }
+
+        /// Reads the layer's file directly, for what the client library does not show:
+        /// pending deletions, and which ids exist without parsing every annotation.
+        func withLayer<T>(_ body: (LayerDatabase) throws -> T) throws -> T {
+            let store = try InstantStore(root: root)
+            defer { store.close() }
+            let layer = try store.openLayer(
+                tenant: try TenantURL(server), document: descriptor.identifier, layer: descriptor.layerName)
+            defer { layer.close() }
+            return try body(layer)
+        }
     }
 
     /// Opens the layer through the client library; it must be downloaded.
@@ -51,7 +63,7 @@ struct LayerOptions: ParsableArguments {
             }
             // Nothing syncs here: the changes wait for instantctl sync (or an app).
             descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
-            return Opened(client: client, server: url, descriptor: descriptor)
+            return Opened(client: client, server: url, descriptor: descriptor, root: root)
         } catch let error as InstantError {
             throw LayerOptions.failure(error)
         }
@@ -65,6 +77,11 @@ struct LayerOptions: ParsableArguments {
             return CommandError(message: error.message, status: ExitStatus.usage)
         case .noSuchAnnotation:
             return CommandError(message: error.message, status: ExitStatus.problems)
+        case .invalidDocument:
+            // Offline, this is the store's doing (the layer removed meanwhile), not the server's.
+            return CommandError(
+                message: "\(error.message); the layer is no longer in the store (instantctl ls shows what is)",
+                status: ExitStatus.problems)
         default:
             return ExitStatus.clientFailure(error, token: nil)
         }
@@ -91,7 +108,8 @@ struct LayerOptions: ParsableArguments {
     /// The annotations of Instant JSON input, each an object that Instant JSON accepts
     /// (checked here so that an error names its place in the input), with its id or nil.
     static func checkedAnnotations(in value: JSONValue) throws -> [(id: String?, content: JSONValue)] {
-        try annotations(in: value).enumerated().map { index, item in
+        var seen = Set<String>()
+        let items = try annotations(in: value).enumerated().map { index, item in
             let place = "annotation \(index + 1) of the input"
             guard case .object = item else { throw CommandError.usage("\(place) is not a JSON object") }
             if let id = item["id"], id.string == nil { throw CommandError.usage("\(place): \"id\" must be a string") }
@@ -100,8 +118,13 @@ struct LayerOptions: ParsableArguments {
             }) {
                 throw CommandError.usage("\(place): \(error.message)")
             }
+            if let id = item["id"]?.string, !seen.insert(id).inserted {
+                throw CommandError.usage("annotation \(Formats.identifier(id)) appears twice in the input")
+            }
             return (item["id"]?.string, item)
         }
+        guard !items.isEmpty else { throw CommandError.usage("no annotations in the input") }
+        return items
     }
 
     /// The annotations of Instant JSON input: one annotation object, an array of them, or

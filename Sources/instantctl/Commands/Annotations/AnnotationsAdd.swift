@@ -24,7 +24,6 @@ struct AnnotationsAdd: ParsableCommand {
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
         let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
-        guard !items.isEmpty else { throw CommandError.usage("no annotations in the input") }
         let changes = items.map { item in
             InstantAnnotationChange.create(id: item.id ?? UUID().uuidString.lowercased(), content: item.content)
         }

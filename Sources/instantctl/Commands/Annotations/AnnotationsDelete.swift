@@ -15,6 +15,9 @@ struct AnnotationsDelete: ParsableCommand {
 
     func validate() throws {
         guard !ids.isEmpty else { throw ValidationError("name at least one annotation id") }
+        if let twice = ids.first(where: { id in ids.filter { $0 == id }.count > 1 }) {
+            throw ValidationError("annotation \(twice) is named twice")
+        }
     }
 
     func run() throws {

@@ -34,7 +34,7 @@ struct AnnotationsExport: ParsableCommand {
             Output.write(bytes, to: STDOUT_FILENO)
             return
         }
-        try AtomicFile.replace(output, with: bytes)
+        try AtomicFile.replace(output, with: bytes, mode: nil)
         let count: Int = if case .array(let items)? = document["annotations"] { items.count } else { 0 }
         if options.json {
             options.output.print(

@@ -26,20 +26,16 @@ struct AnnotationsImport: ParsableCommand {
         let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
         var changes: [InstantAnnotationChange] = []
         var ids: [String] = []
-        var seen = Set<String>()
         for item in items {
             let id = item.id ?? UUID().uuidString.lowercased()
-            guard seen.insert(id).inserted else {
-                throw CommandError.usage("annotation \(Formats.identifier(id)) appears twice in the input")
-            }
             ids.append(id)
             changes.append(.createOrUpdate(id: id, content: item.content))
         }
-        // For the report only: the create-or-replace choice is made in the transaction.
-        let existing: Set<String>
+        // For the report only: the create-or-replace choice is made in the transaction, and
+        // a sync applying one of these records in between can make the report off by one.
+        let existing = try opened.withLayer { try $0.existingAnnotationIDs(among: ids) }
         do {
-            existing = Set(try opened.document.annotations().map(\.id))
-            if !changes.isEmpty { try opened.document.apply(changes) }
+            try opened.document.apply(changes)
         } catch {
             throw LayerOptions.failure(error)
         }

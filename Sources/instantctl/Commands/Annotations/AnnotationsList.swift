@@ -5,7 +5,12 @@ import InstantProtocol
 
 struct AnnotationsList: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List a local layer's annotations, with local changes not yet synced.")
+        commandName: "list",
+        abstract: "List a local layer's annotations, with local changes not yet synced.",
+        discussion: """
+            Deletions not yet synced are listed too (SYNCED says deleted): the annotation is \
+            gone from the layer, and the next sync tells the server.
+            """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var target: LayerOptions
@@ -22,6 +27,8 @@ struct AnnotationsList: ParsableCommand {
         } catch {
             throw LayerOptions.failure(error)
         }
+        let present = Set(annotations.map(\.id))
+        let deletions = try opened.withLayer { try $0.pendingAnnotationIDs() }.subtracting(present).sorted()
         if pending { annotations = annotations.filter { !$0.isSynced } }
         let output = options.output
         if options.json {
@@ -32,13 +39,13 @@ struct AnnotationsList: ParsableCommand {
                     "annotations": .array(
                         annotations.map {
                             .object(["id": .string($0.id), "synced": .bool($0.isSynced), "content": $0.content])
-                        }
-                    ),
+                        }),
+                    "pendingDeletions": .array(deletions.map { .string($0) }),
                 ]))
             return
         }
         let what = "\(Formats.identifier(target.document)) layer \(Formats.layer(target.layer))"
-        guard !annotations.isEmpty else {
+        guard !annotations.isEmpty || !deletions.isEmpty else {
             output.summary(pending ? "no local changes in \(what)" : "no annotations in \(what)")
             return
         }
@@ -58,8 +65,11 @@ struct AnnotationsList: ParsableCommand {
             let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             table.append(Formats.identifier(line.count > 50 ? String(line.prefix(49)) + "…" : line))
         }
+        for id in deletions {
+            table.add([Table.Cell(Formats.identifier(id)), "-", "-", Table.Cell("deleted", style: .yellow), ""])
+        }
         table.render(colour: Output.colour, header: !options.quiet) { output.print(lines: $0) }
-        let unsynced = annotations.filter { !$0.isSynced }.count
+        let unsynced = annotations.filter { !$0.isSynced }.count + deletions.count
         output.summary(
             "\(Formats.count(annotations.count, "annotation")) in \(what)"
                 + (unsynced > 0 ? "; \(unsynced) with local changes not yet synced" : ""))
