@@ -71,6 +71,25 @@ import Testing
         }
     }
 
+    /// A server that does not take connections for a while after the break (restarting)
+    /// is asked again, with the retry policy's waits: the transfer still resumes.
+    @Test func aResumeWaitsForAServerThatIsRestarting() async throws {
+        try await ClientHarness.with { h in
+            let pdf = incompressiblePDF(Self.pdfSize)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            h.proxy.cutNextResponse(after: 1_000_000)
+            h.proxy.refuseConnectionsAfterNextCut(3)
+            let before = h.proxy.bytesFromServer
+            try await descriptor.download(usingJWT: token).result()
+            #expect(h.proxy.connectionsRefusedAfterCut == 3)
+            #expect(h.proxy.bytesFromServer - before < 1_000_000 + Self.pdfSize - 100_000, "resumed, not restarted")
+            try h.expectStoredPDF("doc", pdf)
+        }
+    }
+
     /// The server's zstd frame is stored as it is: the client's blob file is the server's,
     /// byte for byte, and only the frame crossed the network.
     @Test func aCompressedPDFIsStoredAsTheServersFrame() async throws {

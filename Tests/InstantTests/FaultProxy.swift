@@ -19,6 +19,10 @@ final class FaultProxy: @unchecked Sendable {
     private var refusing = false
     private var loseNext: String?
     private var cutNextAfter: Int?
+    /// Connections to close at once after the next cut (a server restarting).
+    private var refuseAfterCut = 0
+    private var refuseCount = 0
+    private var refusedAfterCut = 0
     private var flipNextAt: Int?
     private var sockets: Set<Int32> = []
     private var lostResponses = 0
@@ -67,6 +71,12 @@ final class FaultProxy: @unchecked Sendable {
     /// The first connection whose response stream reaches `bytes` bytes is cut there.
     func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
 
+    /// At the next cut, every open connection is closed, and the next `count` connections
+    /// are closed as soon as they are accepted, as by a server that is restarting.
+    func refuseConnectionsAfterNextCut(_ count: Int) { lock.withLock { refuseAfterCut = count } }
+    /// How many connections were closed that way.
+    var connectionsRefusedAfterCut: Int { lock.withLock { refusedAfterCut } }
+
     /// The first connection whose response stream reaches `offset` has that byte flipped.
     func flipNextResponseByte(at offset: Int) { lock.withLock { flipNextAt = offset } }
 
@@ -82,7 +92,15 @@ final class FaultProxy: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
-            if lock.withLock({ refusing }) {
+            let refuse = lock.withLock { () -> Bool in
+                if refuseCount > 0 {
+                    refuseCount -= 1
+                    refusedAfterCut += 1
+                    return true
+                }
+                return refusing
+            }
+            if refuse {
                 Glibc.close(client)
                 continue
             }
@@ -164,6 +182,12 @@ final class FaultProxy: @unchecked Sendable {
                 if let cut = cutNextAfter, sent + length > cut {
                     length = max(0, cut - sent)
                     cutNextAfter = nil
+                    if refuseAfterCut > 0 {
+                        // A restarting server: every open connection goes too.
+                        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+                    }
+                    refuseCount = refuseAfterCut
+                    refuseAfterCut = 0
                 }
                 if let flip = flipNextAt, flip >= sent, flip < sent + length {
                     buffer[flip - sent] ^= 0xFF

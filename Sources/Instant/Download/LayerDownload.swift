@@ -247,11 +247,23 @@ struct LayerDownload {
         response.headers.first(name: "Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
     }
 
-    /// Asks again for the PDF's bytes from `offset` on, after a break.
+    /// Asks again for the PDF's bytes from `offset` on, after a break; a server that does
+    /// not answer (restarting, say) is asked again with the retry policy's waits, up to
+    /// ``maxResumes`` times in all.
     private func resume(at offset: Int64, hash: BlobHash, attempt: Int) async throws -> HTTPClientResponse {
-        try await Task.sleep(for: retryPolicy.delay(attempt: attempt))
-        let response = try await api.pdf(
-            document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: false)
+        var attempt = attempt
+        var response: HTTPClientResponse
+        while true {
+            try await Task.sleep(for: retryPolicy.delay(attempt: attempt))
+            do {
+                response = try await api.pdf(
+                    document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: false)
+                break
+            } catch let failure as APIFailure {
+                guard case .network = failure, attempt < maxResumes else { throw failure }
+                attempt += 1
+            }
+        }
         guard response.status == .partialContent, Self.etag(response) == hash,
             let range = response.headers.first(name: "Content-Range"), range.hasPrefix("bytes \(offset)-")
         else {
