@@ -17,13 +17,12 @@ struct AnnotationsImport: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @OptionGroup var target: LayerOptions
 
-    @Option(help: ArgumentHelp("Instant JSON to read (- for standard input).", valueName: "path"), completion: .file())
-    var file: String = "-"
+    @OptionGroup var input: AnnotationInput
 
     func run() throws {
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
-        let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
+        let items = try input.read()
         var changes: [InstantAnnotationChange] = []
         var ids: [String] = []
         for item in items {

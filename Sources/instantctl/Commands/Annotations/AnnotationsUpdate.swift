@@ -18,13 +18,12 @@ struct AnnotationsUpdate: ParsableCommand {
     @Argument(help: "The annotation's id.")
     var id: String
 
-    @Option(help: ArgumentHelp("Instant JSON to read (- for standard input).", valueName: "path"), completion: .file())
-    var file: String = "-"
+    @OptionGroup var input: AnnotationInput
 
     func run() throws {
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
-        let items = try LayerOptions.checkedAnnotations(in: LayerOptions.readJSON(file))
+        let items = try input.read()
         guard items.count == 1 else { throw CommandError.usage("update takes exactly one annotation object") }
         var content = items[0].content
         if let other = items[0].id, other != id {
