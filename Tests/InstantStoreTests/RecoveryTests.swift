@@ -176,6 +176,30 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
     }
 
+    /// A repaired layer never numbers a new change with a number its client id has used:
+    /// the server would answer it with the old change's verdict, and it would be lost.
+    @Test func aRepairedLayerNeverReusesAChangeNumberUnderItsClientID() throws {
+        let scratch = try Scratch()
+        let created = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("x"))
+        for number in 0..<3 { try created.create(id: "n\(number)", content: note("\(number)")) }
+        let used = try created.pendingChanges().map(\.sequence)
+        // The server took them all: nothing is pending, the numbers are used.
+        try created.applyServerChanges(
+            [], newRevision: 10, acknowledgedThrough: try #require(used.last))
+        let oldClientID = try created.metadata().clientID
+        created.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: created.key))
+        #expect(try scratch.store.verify(VerifyOptions(repair: true)).problems.contains { $0.fixed })
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try fresh.create(id: "after", content: note("after the repair"))
+        let next = try #require(try fresh.pendingChanges().first)
+        let newClientID = try fresh.metadata().clientID
+        #expect(
+            newClientID != oldClientID || !used.contains(next.sequence),
+            "\(next.sequence) reused under \(String(describing: oldClientID))")
+    }
+
     @Test func aNewerFormatLayerIsNeverRepairedPrunedOrRemoved() throws {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 90)))

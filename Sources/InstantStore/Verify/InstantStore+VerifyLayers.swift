@@ -147,6 +147,12 @@ extension InstantStore {
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
+            // The new file numbers its changes from the last salvaged one on, or from 1 when
+            // none was salvaged. Under the old client id, a number the old file had already
+            // used (its changes all acknowledged, or unreadable) would be answered with that
+            // change's verdict, and the new change taken as done: lost. Without changes to
+            // carry, nothing needs the old id, so the layer gets a new one.
+            if salvaged?.isEmpty ?? true { clientID = nil }
             try Failpoint.check("replace.afterSalvage")
             let pdf = try String.fetchOne(
                 db, sql: "SELECT blobSha256 FROM document WHERE id = ?", arguments: [current.documentId])
