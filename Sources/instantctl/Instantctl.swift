@@ -29,7 +29,7 @@ struct Instantctl: AsyncParsableCommand {
               7  the server has no such document (it may have been deleted): rm removes the \
             local copy
             """,
-        version: "0.4.0",
+        version: "0.5.0",
         subcommands: [
             List.self, DiskUsageCommand.self, Prune.self, Remove.self, Verify.self, QuarantineCommand.self,
             Download.self, Sync.self, AnnotationsCommand.self,
