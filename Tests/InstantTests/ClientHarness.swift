@@ -1,6 +1,7 @@
 import Foundation
 import Instant
 import InstantProtocol
+import InstantServer
 import InstantStore
 import ServerTestSupport
 import Testing
@@ -12,9 +13,10 @@ struct ClientHarness: Sendable {
     let root: URL
 
     static func with<T: Sendable>(
+        configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (ClientHarness) async throws -> T
     ) async throws -> T {
-        try await TestServer.with { server in
+        try await TestServer.with(configure: configure) { server in
             guard let port = URLComponents(string: server.base)?.port else {
                 throw InstantError(.invalidURL, "no port")
             }

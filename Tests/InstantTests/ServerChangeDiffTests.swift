@@ -37,7 +37,11 @@ import Testing
             WireServerChange(id: "b", revision: 7, deleted: true, content: nil),
             WireServerChange(id: "c", revision: 8, deleted: false, content: content("c")),
         ]
-        let changes = SyncRound.serverChanges(page, held: ["b", "c"])
+        let held = [
+            "b": RecordState(serverRevision: 2, isDeleted: false),
+            "c": RecordState(serverRevision: 3, isDeleted: false),
+        ]
+        let changes = SyncRound.serverChanges(page, held: held)
         #expect(
             changes.map { "\($0.kind.rawValue) \($0.annotationID)" } == [
                 "created a", "updated a", "deleted b", "updated c",
@@ -48,5 +52,11 @@ import Testing
             "a": ClientChange(changeId: 3, kind: .update, id: "a", content: content("not what the server has")),
         ]
         #expect(page.filter { SyncRound.isOwn($0, ours) }.map(\.id) == ["b", "c"])
+        // The same page again (a round cut short, asked for again): nothing is news.
+        let applied = Dictionary(uniqueKeysWithValues: [
+            ("a", RecordState(serverRevision: 6, isDeleted: false)),
+            ("c", RecordState(serverRevision: 8, isDeleted: false)),
+        ])
+        #expect(SyncRound.serverChanges(page, held: applied).isEmpty)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Instant
 import InstantProtocol
+import InstantServer
 import ServerTestSupport
 import Testing
 
@@ -44,6 +45,33 @@ import Testing
             await logB.clear()
             try await b.sync().result()
             #expect(await logB.receivedChanges.isEmpty)
+        }
+    }
+
+    /// A round cut short between pages reports what it applied; the next round asks for
+    /// those records again (the cursor moves on the last page only) and does not report
+    /// them twice.
+    @Test func aRoundCutShortBetweenPagesReportsEachChangeOnce() async throws {
+        try await ClientHarness.with(configure: { $0.pageLimits = PageLimits(records: 2) }) { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            let inputs = (0..<5).map { AnnotationInput(id: "s\($0)", content: note("server \($0)")).json }
+            let body = JSONValue.object(["annotations": .array(inputs)])
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/annotations", json: String(decoding: body.jsonData(), as: UTF8.self)
+                ).status < 300)
+            // The first page comes with the sync's answer; the next page's answer is lost.
+            h.proxy.loseNextResponse(to: "GET /i/v1/documents/doc/changes")
+            #expect(await failure(of: descriptor.sync()) != nil)
+            let first = await log.receivedChanges.map(\.annotationID)
+            #expect(first == ["s0", "s1"])
+            try await descriptor.sync().result()
+            let all = await log.receivedChanges
+            #expect(all.map(\.annotationID) == ["s0", "s1", "s2", "s3", "s4"])
+            #expect(all.allSatisfy { $0.kind == .created })
         }
     }
 

@@ -12,16 +12,25 @@ extension SyncRound {
         return change.deleted ? mine.kind == .delete : mine.kind != .delete && mine.content == change.content
     }
 
-    /// Other writers' changes of a page, as the event reports them; `held` are the
-    /// annotations the layer held before the page.
-    static func serverChanges(_ changes: [WireServerChange], held: Set<String>) -> [InstantServerChange] {
+    /// Other writers' changes of a page, as the event reports them, given what the layer
+    /// held of them before the page. A change the layer already holds (at its revision or
+    /// later: a page applied by a round cut short, asked for again) is not news.
+    static func serverChanges(_ changes: [WireServerChange], held: [String: RecordState]) -> [InstantServerChange] {
         var held = held
-        return changes.map { change in
-            let kind: InstantServerChange.Kind =
-                change.deleted ? .deleted : held.contains(change.id) ? .updated : .created
-            if change.deleted { held.remove(change.id) } else { held.insert(change.id) }
+        return changes.compactMap { change in
+            let before = held[change.id]
+            if change.deleted {
+                guard let before, !before.isDeleted else { return nil }  // gone already
+                if let known = before.serverRevision, known >= change.revision { return nil }
+                held[change.id] = nil
+                return InstantServerChange(
+                    annotationID: change.id, kind: .deleted, content: nil, revision: change.revision)
+            }
+            if let known = before?.serverRevision, known >= change.revision { return nil }
+            held[change.id] = RecordState(serverRevision: change.revision, isDeleted: false)
+            let live = before.map { !$0.isDeleted } ?? false
             return InstantServerChange(
-                annotationID: change.id, kind: kind, content: change.deleted ? nil : change.content,
+                annotationID: change.id, kind: live ? .updated : .created, content: change.content,
                 revision: change.revision)
         }
     }

@@ -115,7 +115,7 @@ struct SyncRound {
             ownLeft = 0
             // Records still under a local change not decided by this answer keep showing it:
             // the server's version is not what the layer shows, so it is not reported.
-            let held = theirs.isEmpty ? [] : try layer.existingAnnotationIDs(among: theirs.map(\.id))
+            let held = theirs.isEmpty ? [:] : try layer.recordStates(among: theirs.map(\.id))
             let shadowed = theirs.isEmpty ? [] : try layer.pendingAnnotationIDs(after: acknowledged)
             let last = page.next == nil
             let needsSnapshot =

@@ -147,19 +147,23 @@ public final class LayerDatabase: Sendable {
         }
     }
 
-    /// Which of `ids` the layer holds (deleted ones excluded), in one read.
-    public func existingAnnotationIDs(among ids: [String]) throws(StoreError) -> Set<String> {
-        guard !ids.isEmpty else { return [] }
+    /// What the layer holds of each of `ids` (absent ones are left out), in one read: the
+    /// server revision it was last confirmed at, and whether it is deleted locally.
+    public func recordStates(among ids: [String]) throws(StoreError) -> [String: RecordState] {
+        guard !ids.isEmpty else { return [:] }
         return try read { db in
-            var found = Set<String>()
+            var found: [String: RecordState] = [:]
             // SQLite binds at most 32,766 parameters to a statement.
             for start in stride(from: 0, to: ids.count, by: 500) {
                 let chunk = ids[start..<min(start + 500, ids.count)]
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let rows = try Data.fetchAll(
-                    db, sql: "SELECT annotationId FROM record WHERE deleted = 0 AND annotationId IN (\(marks))",
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT annotationId, serverRevision, deleted FROM record WHERE annotationId IN (\(marks))",
                     arguments: StatementArguments(chunk.map(\.storedBytes)))
-                found.formUnion(rows.map(String.init(storedBytes:)))
+                for row in rows {
+                    found[String(storedBytes: row[0])] = RecordState(serverRevision: row[1], isDeleted: row[2])
+                }
             }
             return found
         }

@@ -13,6 +13,19 @@ public struct Annotation: Sendable, Equatable {
     public var isDeleted: Bool
 }
 
+/// What a layer holds of one annotation, for telling news from what it has already.
+public struct RecordState: Sendable, Equatable {
+    /// The server revision the record was last confirmed at; nil for a local creation.
+    public var serverRevision: Int64?
+    /// Deleted locally, the deletion not yet confirmed.
+    public var isDeleted: Bool
+
+    public init(serverRevision: Int64?, isDeleted: Bool) {
+        self.serverRevision = serverRevision
+        self.isDeleted = isDeleted
+    }
+}
+
 /// A local change waiting to be sent to the server, in the order it was made.
 public struct PendingChange: Sendable, Equatable {
     public enum Kind: String, Sendable, Codable { case create, update, delete }

@@ -32,7 +32,8 @@ struct AnnotationsImport: ParsableCommand {
         }
         // For the report only: the create-or-replace choice is made in the transaction, and
         // a sync applying one of these records in between can make the report off by one.
-        let existing = try opened.withLayer { try $0.existingAnnotationIDs(among: ids) }
+        let existing = Set(
+            try opened.withLayer { try $0.recordStates(among: ids) }.filter { !$0.value.isDeleted }.keys)
         do {
             try opened.document.apply(changes)
         } catch {
