@@ -84,9 +84,13 @@ import Testing
             // A reader that stops reading (`| head -1`) ends the watch, as it ends other commands.
             var environment = ProcessInfo.processInfo.environment
             environment["INSTANT_JWT"] = bob
+            // pipefail: the pipeline's status is the watch's, not only head's.
             let piped = try ChildProcess(
-                URL(fileURLWithPath: "/bin/sh"),
-                ["-c", "'\(Executables.url("instantctl").path)' sync --watch --root '\(root.path)' | head -1"],
+                URL(fileURLWithPath: "/bin/bash"),
+                [
+                    "-o", "pipefail", "-c",
+                    "'\(Executables.url("instantctl").path)' sync --watch --root '\(root.path)' | head -1",
+                ],
                 environment: environment)
             #expect(try await piped.exit(within: .seconds(20)) == ChildProcess.Ending(status: 0))
             #expect(piped.standardOutput.hasPrefix("watching board layer (default)"))

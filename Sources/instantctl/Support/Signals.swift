@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -24,8 +25,9 @@ final class Signals {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                // The first one asks for a clean stop; a second one ends the process at once.
-                signal(number, SIG_DFL)
+                // The first one asks for a clean stop; a second one (of either kind) ends
+                // the process at once, as the shell would have.
+                if deliveries.add(1, ordering: .relaxed).newValue >= 2 { _exit(128 + number) }
                 continuation.yield(number)
             }
             source.resume()
@@ -46,3 +48,6 @@ final class Signals {
         }
     }
 }
+
+/// Termination signals delivered to this process so far.
+private let deliveries = Atomic<Int>(0)

@@ -42,6 +42,8 @@ struct SyncWatch {
         let counts = Mutex(Counts())
         /// One line at a time on standard output, from any task.
         let printing = Mutex(())
+        /// A signal came: no new sync starts, and the cancelled one's failure is not news.
+        let stopping = Atomic<Bool>(false)
     }
 
     func run() async throws {
@@ -71,6 +73,7 @@ struct SyncWatch {
                 for await number in stopping {
                     // A round in flight is cancelled now: nothing is lost (a pending change
                     // is dropped only with the server's verdict on it), and the exit is prompt.
+                    tally.stopping.store(true, ordering: .relaxed)
                     descriptor.stopListeningForServerChanges()
                     descriptor.stopSyncing(true)
                     return .signal(number)
@@ -113,6 +116,7 @@ struct SyncWatch {
 
     /// Prints an event; returns the failure that ends the watch, if it is one.
     private func handle(_ event: InstantEvent, _ tally: Tally) -> CommandError? {
+        if tally.stopping.load(ordering: .relaxed) { return nil }
         switch event {
         case .didReceiveChanges(_, let changes):
             tally.counts.withLock { $0.received += changes.count }
@@ -192,8 +196,14 @@ struct SyncWatch {
             tally.counts.withLock { $0.pending = max($0.pending, pending) }
             if first || pending > 0 {
                 first = false
+                if tally.stopping.load(ordering: .relaxed) { return nil }
                 do {
-                    try await descriptor.sync().result()
+                    // Cancelling this task (a signal) cancels the cycle: the exit does not wait for it.
+                    try await withTaskCancellationHandler {
+                        try await descriptor.sync().result()
+                    } onCancel: {
+                        descriptor.stopSyncing(true)
+                    }
                     failures = 0
                 } catch {
                     failures += 1
