@@ -200,6 +200,28 @@ import Testing
             "\(next.sequence) reused under \(String(describing: oldClientID))")
     }
 
+    /// Changes salvaged from a file too damaged to open may miss the last numbers used:
+    /// new changes are numbered far past them.
+    @Test func changesSalvagedFromADamagedFileAreFollowedByFarHigherNumbers() throws {
+        let scratch = try Scratch()
+        let created = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        for number in 0..<3 { try created.create(id: "n\(number)", content: note("\(number)")) }
+        let numbers = try created.pendingChanges().map(\.sequence)
+        created.close()
+        // A file whose schema record is lost: it cannot be opened as a layer, but its
+        // pending changes can still be read.
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: created.key))
+        try queue.write { db in try db.execute(sql: "DELETE FROM grdb_migrations") }
+        try queue.close()
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 3, "\(report.problems)")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.pendingChanges().map(\.sequence) == numbers)
+        try fresh.create(id: "after", content: note("after the repair"))
+        let next = try #require(try fresh.pendingChanges().last?.sequence)
+        #expect(next > (numbers.last ?? 0) + 1_000_000)
+    }
+
     @Test func aNewerFormatLayerIsNeverRepairedPrunedOrRemoved() throws {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 90)))

@@ -56,9 +56,11 @@ public final class LayerDatabase: Sendable {
 
     /// Creates a complete layer file at `path` (in `tmp/`), fsynced and closed, ready to be
     /// renamed into `layers/`.
+    /// `numberChangesAfter`, when given, makes new changes' sequence numbers start past it
+    /// (beyond those of `pending`).
     static func create(
         at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord],
-        pending: [PendingChange] = []
+        pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
         // Created here, 0600, so SQLite (which would make it 0644) and its -wal and -shm
@@ -98,6 +100,17 @@ public final class LayerDatabase: Sendable {
                             change.sequence, change.annotationID.storedBytes, change.kind.rawValue, change.content,
                             change.createdAt,
                         ])
+                }
+                if let floor {
+                    // sqlite_sequence has no key: update its row, or add it.
+                    try db.execute(
+                        sql: "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'pendingChange'",
+                        arguments: [floor])
+                    if db.changesCount == 0 {
+                        try db.execute(
+                            sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)",
+                            arguments: [floor])
+                    }
                 }
                 try reapplyPending(db)
             }

@@ -130,6 +130,8 @@ extension InstantStore {
             // first verdicts instead of applying them again.
             var clientID: String?
             var unreadable = 0
+            // Read from a damaged file, the salvaged changes may miss the last numbers used.
+            var numberAfter: Int64?
             if FileSystem.exists(oldPath) {
                 do {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
@@ -144,6 +146,8 @@ extension InstantStore {
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
                     if salvaged != nil { clientID = LayerDatabase.salvageClientID(path: oldPath) }
+                    // New numbers start far past them, so none can be one already used.
+                    numberAfter = (salvaged?.map(\.sequence).max() ?? 0) + (1 << 20)
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
@@ -161,7 +165,8 @@ extension InstantStore {
                 pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: current.userId.map { String(storedBytes: $0) },
                 lastServerRevision: 0, clientID: clientID)
             try LayerDatabase.create(
-                at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [])
+                at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [],
+                numberChangesAfter: numberAfter)
             let fresh = try LayerDatabase(path: staging.path, key: staging.key)
             let summary = try fresh.summary()
             fresh.close()
