@@ -22,8 +22,10 @@ struct LayerDownload {
     let jwt: InstantJWT
     let progress: Progress
     let retryPolicy: RetryPolicy
-    /// How many times a broken transfer is resumed before the download fails.
-    var maxResumes = 5
+    /// How many requests for the PDF after the first one (to resume a broken transfer, or
+    /// to reach a server that does not answer meanwhile) before the download fails: with
+    /// the retry policy's waits, a server has some seconds to restart.
+    var maxResumes = 8
 
     func run() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
@@ -187,9 +189,7 @@ struct LayerDownload {
                     {
                         // The whole frame again is less than the rest of the PDF: start over.
                         ingest.discard()
-                        try await Task.sleep(for: retryPolicy.delay(attempt: resumes))
-                        let again = try await api.pdf(
-                            document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true)
+                        let again = try await requestPDF(from: nil, zstd: true, attempts: &resumes)
                         guard Self.etag(again) == hash else {
                             throw InstantError(
                                 .invalidServerData, "the PDF changed on the server during the download: download again")
@@ -204,7 +204,7 @@ struct LayerDownload {
                     // Every PDF byte is in (the break came in the frame's checksum): the
                     // hash still checks them.
                     if let length, taken >= length { break }
-                    let resumed = try await resume(at: taken, hash: hash, attempt: resumes)
+                    let resumed = try await resume(at: taken, hash: hash, attempts: &resumes)
                     if length == nil { length = Self.total(resumed) }
                     body = resumed.body.makeAsyncIterator()
                     continue
@@ -221,9 +221,9 @@ struct LayerDownload {
             if ingest.isFrame, (error as? StoreError)?.code == "compression_failure" {
                 // A frame the store cannot keep as it is (no content size or checksum in
                 // its header): ask for the plain PDF, which the store compresses itself.
-                let plain = try await api.pdf(
-                    document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: false)
-                return received + (try await self.ingest(plain, resumes: resumes, frameAllowed: false))
+                var attempts = resumes
+                let plain = try await requestPDF(from: nil, zstd: false, attempts: &attempts, waitFirst: false)
+                return received + (try await self.ingest(plain, resumes: attempts, frameAllowed: false))
             }
             throw error
         }
@@ -247,23 +247,33 @@ struct LayerDownload {
         response.headers.first(name: "Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
     }
 
-    /// Asks again for the PDF's bytes from `offset` on, after a break; a server that does
-    /// not answer (restarting, say) is asked again with the retry policy's waits, up to
-    /// ``maxResumes`` times in all.
-    private func resume(at offset: Int64, hash: BlobHash, attempt: Int) async throws -> HTTPClientResponse {
-        var attempt = attempt
-        var response: HTTPClientResponse
+    /// Asks for the PDF again after a break (after the retry policy's wait, unless not
+    /// `waitFirst`); a server that does not answer (restarting, say) is asked again with
+    /// the policy's waits. Every request counts in `attempts`, up to ``maxResumes`` for the
+    /// whole download.
+    private func requestPDF(from offset: Int64?, zstd: Bool, attempts: inout Int, waitFirst: Bool = true)
+        async throws -> HTTPClientResponse
+    {
+        if waitFirst { try await Task.sleep(for: retryPolicy.delay(attempt: max(1, attempts))) }
         while true {
-            try await Task.sleep(for: retryPolicy.delay(attempt: attempt))
-            do {
-                response = try await api.pdf(
-                    document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: false)
-                break
-            } catch let failure as APIFailure {
-                guard case .network = failure, attempt < maxResumes else { throw failure }
-                attempt += 1
+            let outcome = await SyncRound.attempt { () async throws(APIFailure) in
+                try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: zstd)
+            }
+            switch outcome {
+            case .success(let response):
+                return response
+            case .failure(.network) where attempts < maxResumes:
+                attempts += 1
+                try await Task.sleep(for: retryPolicy.delay(attempt: attempts))
+            case .failure(let failure):
+                throw failure
             }
         }
+    }
+
+    /// Asks again for the PDF's bytes from `offset` on, after a break.
+    private func resume(at offset: Int64, hash: BlobHash, attempts: inout Int) async throws -> HTTPClientResponse {
+        let response = try await requestPDF(from: offset, zstd: false, attempts: &attempts)
         guard response.status == .partialContent, Self.etag(response) == hash,
             let range = response.headers.first(name: "Content-Range"), range.hasPrefix("bytes \(offset)-")
         else {
