@@ -59,7 +59,7 @@ struct DemoShell {
                 return
             }
             if let feed, let input {
-                feed.fileHandleForWriting.write(Data(input.utf8))
+                try? feed.fileHandleForWriting.write(contentsOf: Data(input.utf8))
                 try? feed.fileHandleForWriting.close()
             }
         }
