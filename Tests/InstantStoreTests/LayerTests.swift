@@ -43,6 +43,21 @@ import Testing
         #expect(try layer.annotation(id: "c") == nil && layer.pendingChangeCount() == 2)
     }
 
+    /// The numbers `sync --watch` counts sent changes with: pending now, and ever made.
+    @Test func changeCountsTellPendingFromEverMade() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try layer.changeCounts() == (0, 0))
+        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
+        let numbers = try layer.pendingChanges().map(\.sequence)
+        try layer.applyServerChanges([], newRevision: 1, acknowledgedThrough: numbers[1])
+        let counts = try layer.changeCounts()
+        #expect(counts.pending == 1 && counts.made == numbers[2])
+        // All decided: the number of changes made stays.
+        try layer.applyServerChanges([], newRevision: 2, acknowledgedThrough: numbers[2])
+        #expect(try layer.changeCounts() == (0, numbers[2]))
+    }
+
     @Test func aLayerOfTheFirstFormatGetsAClientIDAndKeepsItsChanges() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 3)

@@ -193,6 +193,18 @@ public final class LayerDatabase: Sendable {
         try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0 }
     }
 
+    /// How many local changes wait for the server, and how many were ever made (the last
+    /// sequence number given): between two readings, the changes the server decided are
+    /// the pending ones before, plus those made since, less the pending ones now.
+    public func changeCounts() throws(StoreError) -> (pending: Int, made: Int64) {
+        try read { db in
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
+            let made =
+                try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'pendingChange'") ?? 0
+            return (pending, made)
+        }
+    }
+
     /// The annotations that have a local change waiting for the server (only changes after
     /// sequence number `after`, when given).
     public func pendingAnnotationIDs(after: Int64? = nil) throws(StoreError) -> Set<String> {

@@ -66,12 +66,17 @@ struct ClientOptions: ParsableArguments {
 
         /// The layer's pending changes, read from its file (the catalog's count may lag).
         func pendingChangeCount(root: URL) throws -> Int {
+            try changeCounts(root: root).pending
+        }
+
+        /// The layer's pending changes and the number of changes ever made in it.
+        func changeCounts(root: URL) throws -> (pending: Int, made: Int64) {
             let store = try InstantStore(root: root)
             defer { store.close() }
             let layer = try store.openLayer(
                 tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
             defer { layer.close() }
-            return try layer.pendingChangeCount()
+            return try layer.changeCounts()
         }
     }
 

@@ -33,11 +33,13 @@ struct SyncWatch {
     private final class Tally: Sendable {
         struct Counts {
             var received = 0, sent = 0, lost = 0
-            /// Lost changes not yet taken off a drop in the pending count.
+            /// Lost changes not yet taken off the changes decided.
             var lostSinceCount = 0
             var waiting = false
-            /// The layer's pending changes when last counted.
+            /// The layer's pending changes, and the changes ever made in it, when last counted.
             var pending = 0
+            /// Nil until a count could be read.
+            var made: Int64?
         }
         let counts = Mutex(Counts())
         /// One line at a time on standard output, from any task.
@@ -53,8 +55,12 @@ struct SyncWatch {
         defer { withExtendedLifetime(signals) {} }
         let stopping = signals.stream
         let tally = Tally()
-        let pendingAtStart = pendingChangeCount()
-        tally.counts.withLock { $0.pending = pendingAtStart }
+        if let atStart = changeCounts() {
+            tally.counts.withLock {
+                $0.pending = atStart.pending
+                $0.made = atStart.made
+            }
+        }
         descriptor.startListeningForServerChanges()
         defer {
             descriptor.stopListeningForServerChanges()
@@ -191,9 +197,7 @@ struct SyncWatch {
         var failures = 0
         while !Task.isCancelled {
             if Output.standardOutputClosed { return .outputClosed }
-            // Local changes made since the last look, so that sending them is counted.
-            let pending = pendingChangeCount()
-            tally.counts.withLock { $0.pending = max($0.pending, pending) }
+            let pending = changeCounts()?.pending ?? 0
             if first || pending > 0 {
                 first = false
                 if tally.stopping.load(ordering: .relaxed) { return nil }
@@ -217,13 +221,19 @@ struct SyncWatch {
         return nil
     }
 
-    /// After a cycle: the drop in pending changes, less those lost, were sent.
+    /// After a cycle, the changes the server decided since the last count (those pending
+    /// then, plus those made since, less those pending now), less those lost, were sent:
+    /// exact, whoever made them and whichever cycle sent them.
     private func countSent(_ tally: Tally) {
-        let now = pendingChangeCount()
+        guard let now = changeCounts() else { return }  // counted at the next cycle
         let sent = tally.counts.withLock { counts -> Int in
-            let decided = max(0, counts.pending - now)
+            defer {
+                counts.pending = now.pending
+                counts.made = now.made
+            }
+            guard let made = counts.made else { return 0 }  // the first count: a baseline
+            let decided = counts.pending + Int(now.made - made) - now.pending
             let sent = max(0, decided - counts.lostSinceCount)
-            counts.pending = now
             counts.lostSinceCount = 0
             counts.sent += sent
             return sent
@@ -235,8 +245,9 @@ struct SyncWatch {
         }
     }
 
-    private func pendingChangeCount() -> Int {
-        (try? session.pendingChangeCount(root: root)) ?? 0
+    /// Nil when the layer cannot be read just now (its failure is reported by the sync).
+    private func changeCounts() -> (pending: Int, made: Int64)? {
+        try? session.changeCounts(root: root)
     }
 
     /// One line of human output (unless --quiet, or `always`), or one JSON object per line
