@@ -22,10 +22,11 @@ struct LayerDownload {
     let jwt: InstantJWT
     let progress: Progress
     let retryPolicy: RetryPolicy
-    /// How many requests for the PDF after the first one (to resume a broken transfer, or
-    /// to reach a server that does not answer meanwhile) before the download fails: with
-    /// the retry policy's waits, a server has some seconds to restart.
-    var maxResumes = 8
+    /// How many times a broken transfer is resumed before the download fails.
+    var maxResumes = 5
+    /// How many times each request to resume is tried again while the server does not
+    /// answer (restarting, say), with the retry policy's waits, before the download fails.
+    var maxReconnects = 8
 
     func run() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
@@ -189,7 +190,7 @@ struct LayerDownload {
                     {
                         // The whole frame again is less than the rest of the PDF: start over.
                         ingest.discard()
-                        let again = try await requestPDF(from: nil, zstd: true, attempts: &resumes)
+                        let again = try await requestPDF(from: nil, zstd: true, afterBreak: resumes)
                         guard Self.etag(again) == hash else {
                             throw InstantError(
                                 .invalidServerData, "the PDF changed on the server during the download: download again")
@@ -204,7 +205,7 @@ struct LayerDownload {
                     // Every PDF byte is in (the break came in the frame's checksum): the
                     // hash still checks them.
                     if let length, taken >= length { break }
-                    let resumed = try await resume(at: taken, hash: hash, attempts: &resumes)
+                    let resumed = try await resume(at: taken, hash: hash, afterBreak: resumes)
                     if length == nil { length = Self.total(resumed) }
                     body = resumed.body.makeAsyncIterator()
                     continue
@@ -221,9 +222,8 @@ struct LayerDownload {
             if ingest.isFrame, (error as? StoreError)?.code == "compression_failure" {
                 // A frame the store cannot keep as it is (no content size or checksum in
                 // its header): ask for the plain PDF, which the store compresses itself.
-                var attempts = resumes
-                let plain = try await requestPDF(from: nil, zstd: false, attempts: &attempts, waitFirst: false)
-                return received + (try await self.ingest(plain, resumes: attempts, frameAllowed: false))
+                let plain = try await requestPDF(from: nil, zstd: false, afterBreak: resumes, waitFirst: false)
+                return received + (try await self.ingest(plain, resumes: resumes, frameAllowed: false))
             }
             throw error
         }
@@ -247,22 +247,29 @@ struct LayerDownload {
         response.headers.first(name: "Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
     }
 
-    /// Asks for the PDF again after a break (after the retry policy's wait, unless not
-    /// `waitFirst`); a server that does not answer (restarting, say) is asked again with
-    /// the policy's waits. Every request counts in `attempts`, up to ``maxResumes`` for the
-    /// whole download.
-    private func requestPDF(from offset: Int64?, zstd: Bool, attempts: inout Int, waitFirst: Bool = true)
+    /// Asks for the PDF again after break number `breaks` (after the retry policy's wait,
+    /// unless not `waitFirst`); a server that does not answer (restarting, say) is asked
+    /// again with the policy's waits, up to ``maxReconnects`` times.
+    private func requestPDF(from offset: Int64?, zstd: Bool, afterBreak breaks: Int, waitFirst: Bool = true)
         async throws -> HTTPClientResponse
     {
-        if waitFirst { try await Task.sleep(for: retryPolicy.delay(attempt: max(1, attempts))) }
+        if waitFirst { try await Task.sleep(for: retryPolicy.delay(attempt: max(1, breaks))) }
+        return try await reconnecting { () async throws(APIFailure) in
+            try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: zstd)
+        }
+    }
+
+    /// Runs `request`, again while the server does not answer (restarting, say), with the
+    /// retry policy's waits, up to ``maxReconnects`` times. (Offline from the start, the
+    /// download still fails at once: the PDF's first request is not made through this, and
+    /// its failure cancels the rest.)
+    private func reconnecting<T>(_ request: () async throws(APIFailure) -> T) async throws -> T {
+        var attempts = 0
         while true {
-            let outcome = await SyncRound.attempt { () async throws(APIFailure) in
-                try await api.pdf(document: document, jwt: jwt.token, ifNoneMatch: nil, from: offset, zstd: zstd)
-            }
-            switch outcome {
-            case .success(let response):
-                return response
-            case .failure(.network) where attempts < maxResumes:
+            switch await SyncRound.attempt(request) {
+            case .success(let value):
+                return value
+            case .failure(.network) where attempts < maxReconnects:
                 attempts += 1
                 try await Task.sleep(for: retryPolicy.delay(attempt: attempts))
             case .failure(let failure):
@@ -272,8 +279,8 @@ struct LayerDownload {
     }
 
     /// Asks again for the PDF's bytes from `offset` on, after a break.
-    private func resume(at offset: Int64, hash: BlobHash, attempts: inout Int) async throws -> HTTPClientResponse {
-        let response = try await requestPDF(from: offset, zstd: false, attempts: &attempts)
+    private func resume(at offset: Int64, hash: BlobHash, afterBreak breaks: Int) async throws -> HTTPClientResponse {
+        let response = try await requestPDF(from: offset, zstd: false, afterBreak: breaks)
         guard response.status == .partialContent, Self.etag(response) == hash,
             let range = response.headers.first(name: "Content-Range"), range.hasPrefix("bytes \(offset)-")
         else {
@@ -294,11 +301,15 @@ struct LayerDownload {
 
     /// Every page of the layer's snapshot, as of the first page's revision and epoch.
     private func fetchSnapshot() async throws -> Snapshot {
-        let first = try await api.snapshot(document: document, jwt: jwt.token, epoch: nil, after: nil)
+        let first = try await reconnecting { () async throws(APIFailure) in
+            try await api.snapshot(document: document, jwt: jwt.token, epoch: nil, after: nil)
+        }
         var records = first.records
         var next = first.next
         while let after = next {
-            let page = try await api.snapshot(document: document, jwt: jwt.token, epoch: first.epoch, after: after)
+            let page = try await reconnecting { () async throws(APIFailure) in
+                try await api.snapshot(document: document, jwt: jwt.token, epoch: first.epoch, after: after)
+            }
             records += page.records
             next = page.next
         }
