@@ -35,10 +35,7 @@ extension LayerDatabase {
             for change in changes {
                 switch change {
                 case .createOrUpdate(let id, let content) where try LayerDatabase.liveRecordExists(db, id):
-                    try db.execute(
-                        sql: "UPDATE record SET content = ? WHERE annotationId = ?",
-                        arguments: [content, id.storedBytes])
-                    try LayerDatabase.appendPending(db, id, .update, content)
+                    try LayerDatabase.updateRecord(db, id, content)
                 case .create(let id, let content), .createOrUpdate(let id, let content):
                     if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
                     try db.cachedStatement(
@@ -48,10 +45,7 @@ extension LayerDatabase {
                     try LayerDatabase.appendPending(db, id, .create, content)
                 case .update(let id, let content):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
-                    try db.execute(
-                        sql: "UPDATE record SET content = ? WHERE annotationId = ?",
-                        arguments: [content, id.storedBytes])
-                    try LayerDatabase.appendPending(db, id, .update, content)
+                    try LayerDatabase.updateRecord(db, id, content)
                 case .delete(let id):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
                     try db.execute(
@@ -60,6 +54,13 @@ extension LayerDatabase {
                 }
             }
         }
+    }
+
+    /// Replaces a live record's content and records the update for the next sync.
+    static func updateRecord(_ db: Database, _ id: String, _ content: Data) throws {
+        try db.execute(
+            sql: "UPDATE record SET content = ? WHERE annotationId = ?", arguments: [content, id.storedBytes])
+        try appendPending(db, id, .update, content)
     }
 
     // MARK: Server state
