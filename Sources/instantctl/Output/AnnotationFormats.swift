@@ -8,16 +8,29 @@ extension Formats {
     static func annotation(_ content: JSONValue?) -> String {
         guard let content else { return "" }
         var parts: [String] = []
-        if let type = content["type"]?.string {
-            parts.append(identifier(type.hasPrefix("pspdfkit/") ? String(type.dropFirst(9)) : type))
-        }
-        if case .integer(let page)? = content["pageIndex"] { parts.append("page \(page + 1)") }
-        if let text = content["text"]?.string ?? content["text"]?["value"]?.string, !text.isEmpty {
-            let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            let short = line.count > 40 ? String(line.prefix(39)) + "…" : line
-            parts.append("\"\(identifier(short))\"")
-        }
+        if let type = annotationType(content) { parts.append(type) }
+        if let page = annotationPage(content) { parts.append("page \(page)") }
+        let text = annotationText(content, length: 40)
+        if !text.isEmpty { parts.append("\"\(text)\"") }
         return parts.joined(separator: ", ")
+    }
+
+    /// The type without the `pspdfkit/` prefix (`note`), escaped for printing.
+    static func annotationType(_ content: JSONValue) -> String? {
+        content["type"]?.string.map { identifier($0.hasPrefix("pspdfkit/") ? String($0.dropFirst(9)) : $0) }
+    }
+
+    /// The page, counted from 1.
+    static func annotationPage(_ content: JSONValue) -> Int64? {
+        if case .integer(let index)? = content["pageIndex"] { index + 1 } else { nil }
+    }
+
+    /// The first line of the text (plain, or a text annotation's `value`), cut to `length`
+    /// characters with `…`, escaped for printing; empty when there is none.
+    static func annotationText(_ content: JSONValue, length: Int) -> String {
+        let text = content["text"]?.string ?? content["text"]?["value"]?.string ?? ""
+        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        return identifier(line.count > length ? String(line.prefix(length - 1)) + "…" : line)
     }
 
     /// A local change the server did not take, and what it kept instead:

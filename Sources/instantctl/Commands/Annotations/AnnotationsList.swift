@@ -53,17 +53,10 @@ struct AnnotationsList: ParsableCommand {
         for annotation in annotations {
             let content = annotation.content
             table.append(Formats.identifier(annotation.id))
-            let type = content["type"]?.string.map { $0.hasPrefix("pspdfkit/") ? String($0.dropFirst(9)) : $0 }
-            table.append(type.map(Formats.identifier) ?? "-")
-            if case .integer(let page)? = content["pageIndex"] {
-                table.append("\(page + 1)")
-            } else {
-                table.append("-")
-            }
+            table.append(Formats.annotationType(content) ?? "-")
+            table.append(Formats.annotationPage(content).map { "\($0)" } ?? "-")
             table.append(annotation.isSynced ? "yes" : "pending", style: annotation.isSynced ? nil : .yellow)
-            let text = content["text"]?.string ?? content["text"]?["value"]?.string ?? ""
-            let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            table.append(Formats.identifier(line.count > 50 ? String(line.prefix(49)) + "…" : line))
+            table.append(Formats.annotationText(content, length: 50))
         }
         for id in deletions {
             table.add([Table.Cell(Formats.identifier(id)), "-", "-", Table.Cell("deleted", style: .yellow), ""])
