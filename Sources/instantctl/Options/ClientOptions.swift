@@ -71,12 +71,28 @@ struct ClientOptions: ParsableArguments {
 
         /// The layer's pending changes and the number of changes ever made in it.
         func changeCounts(root: URL) throws -> (pending: Int, made: Int64) {
-            let store = try InstantStore(root: root)
-            defer { store.close() }
-            let layer = try store.openLayer(
-                tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
-            defer { layer.close() }
+            let (store, layer) = try openLayer(root: root)
+            defer {
+                layer.close()
+                store.close()
+            }
             return try layer.changeCounts()
+        }
+
+        /// The layer's file, through a store handle of its own, for the counts the client
+        /// does not show. Close both when done.
+        func openLayer(root: URL) throws -> (store: InstantStore, layer: LayerDatabase) {
+            let store = try InstantStore(root: root)
+            do {
+                return (
+                    store,
+                    try store.openLayer(
+                        tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
+                )
+            } catch {
+                store.close()
+                throw error
+            }
         }
     }
 

@@ -46,6 +46,10 @@ struct SyncWatch {
         let printing = Mutex(())
         /// A signal came: no new sync starts, and the cancelled one's failure is not news.
         let stopping = Atomic<Bool>(false)
+        /// The layer's file, for its counts.
+        let layer: LayerDatabase
+
+        init(layer: LayerDatabase) { self.layer = layer }
     }
 
     func run() async throws {
@@ -54,8 +58,14 @@ struct SyncWatch {
         let signals = Signals([SIGINT, SIGTERM])
         defer { withExtendedLifetime(signals) {} }
         let stopping = signals.stream
-        let tally = Tally()
-        if let atStart = changeCounts() {
+        // Opened once for the watch's counts (every half second), not at each look.
+        let counted = try session.openLayer(root: root)
+        defer {
+            counted.layer.close()
+            counted.store.close()
+        }
+        let tally = Tally(layer: counted.layer)
+        if let atStart = changeCounts(tally) {
             tally.counts.withLock {
                 $0.pending = atStart.pending
                 $0.made = atStart.made
@@ -197,7 +207,7 @@ struct SyncWatch {
         var failures = 0
         while !Task.isCancelled {
             if Output.standardOutputClosed { return .outputClosed }
-            let pending = changeCounts()?.pending ?? 0
+            let pending = changeCounts(tally)?.pending ?? 0
             if first || pending > 0 {
                 first = false
                 if tally.stopping.load(ordering: .relaxed) { return nil }
@@ -225,7 +235,7 @@ struct SyncWatch {
     /// then, plus those made since, less those pending now), less those lost, were sent:
     /// exact, whoever made them and whichever cycle sent them.
     private func countSent(_ tally: Tally) {
-        guard let now = changeCounts() else { return }  // counted at the next cycle
+        guard let now = changeCounts(tally) else { return }  // counted at the next cycle
         let sent = tally.counts.withLock { counts -> Int in
             defer {
                 counts.pending = now.pending
@@ -246,8 +256,8 @@ struct SyncWatch {
     }
 
     /// Nil when the layer cannot be read just now (its failure is reported by the sync).
-    private func changeCounts() -> (pending: Int, made: Int64)? {
-        try? session.changeCounts(root: root)
+    private func changeCounts(_ tally: Tally) -> (pending: Int, made: Int64)? {
+        try? tally.layer.changeCounts()
     }
 
     /// One line of human output (unless --quiet, or `always`), or one JSON object per line
