@@ -71,28 +71,14 @@ struct ClientOptions: ParsableArguments {
 
         /// The layer's pending changes and the number of changes ever made in it.
         func changeCounts(root: URL) throws -> (pending: Int, made: Int64) {
-            let (store, layer) = try openLayer(root: root)
-            defer {
-                layer.close()
-                store.close()
+            try LayerFile.with(root: root, server: server, document: claims.documentID, layer: claims.layerName) {
+                try $0.changeCounts()
             }
-            return try layer.changeCounts()
         }
 
-        /// The layer's file, through a store handle of its own, for the counts the client
-        /// does not show. Close both when done.
-        func openLayer(root: URL) throws -> (store: InstantStore, layer: LayerDatabase) {
-            let store = try InstantStore(root: root)
-            do {
-                return (
-                    store,
-                    try store.openLayer(
-                        tenant: try TenantURL(server), document: claims.documentID, layer: claims.layerName)
-                )
-            } catch {
-                store.close()
-                throw error
-            }
+        /// The layer's file, for the counts the client does not show. Close it when done.
+        func layerFile(root: URL) throws -> LayerFile {
+            try LayerFile(root: root, server: server, document: claims.documentID, layer: claims.layerName)
         }
     }
 

@@ -33,12 +33,8 @@ struct LayerOptions: ParsableArguments {
         /// Reads the layer's file directly, for what the client library does not show:
         /// pending deletions, and which ids exist without parsing every annotation.
         func withLayer<T>(_ body: (LayerDatabase) throws -> T) throws -> T {
-            let store = try InstantStore(root: root)
-            defer { store.close() }
-            let layer = try store.openLayer(
-                tenant: try TenantURL(server), document: descriptor.identifier, layer: descriptor.layerName)
-            defer { layer.close() }
-            return try body(layer)
+            try LayerFile.with(
+                root: root, server: server, document: descriptor.identifier, layer: descriptor.layerName, body)
         }
     }
 

@@ -8,12 +8,12 @@ enum AnnotationsReport {
         _ verb: String, ids: [String], opened: LayerOptions.Opened, target: LayerOptions, output: Output, json: Bool,
         detail: String? = nil, extra: [String: JSONValue] = [:]
     ) {
-        let pending = opened.descriptor.documentState == .dirty
+        let state = opened.descriptor.documentState
         if json {
             var members: [String: JSONValue] = [
                 "server": .string(opened.server.absoluteString), "document": .string(target.document),
                 "layer": .string(target.layer), verb: .array(ids.map { .string($0) }),
-                "state": .string(opened.descriptor.documentState.rawValue),
+                "state": .string(state.rawValue),
             ]
             members.merge(extra) { _, new in new }
             output.print(json: .object(members))
@@ -22,6 +22,6 @@ enum AnnotationsReport {
         let shown = ids.count <= 5 ? ids.map(Formats.identifier).joined(separator: ", ") : "\(ids.count) annotations"
         output.summary(
             "\(verb) \(shown) in \(Formats.identifier(target.document)) layer \(Formats.layer(target.layer))"
-                + (detail.map { " (\($0))" } ?? "") + (pending ? "; pending until instantctl sync" : ""))
+                + (detail.map { " (\($0))" } ?? "") + (state == .dirty ? "; pending until instantctl sync" : ""))
     }
 }

@@ -59,11 +59,8 @@ struct SyncWatch {
         defer { withExtendedLifetime(signals) {} }
         let stopping = signals.stream
         // Opened once for the watch's counts (every half second), not at each look.
-        let counted = try session.openLayer(root: root)
-        defer {
-            counted.layer.close()
-            counted.store.close()
-        }
+        let counted = try session.layerFile(root: root)
+        defer { counted.close() }
         let tally = Tally(layer: counted.layer)
         if let atStart = changeCounts(tally) {
             tally.counts.withLock {
