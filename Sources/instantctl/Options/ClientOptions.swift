@@ -64,18 +64,6 @@ struct ClientOptions: ParsableArguments {
         var client: InstantClient
         var descriptor: InstantDocumentDescriptor
 
-        /// The layer's pending changes, read from its file (the catalog's count may lag).
-        func pendingChangeCount(root: URL) throws -> Int {
-            try changeCounts(root: root).pending
-        }
-
-        /// The layer's pending changes and the number of changes ever made in it.
-        func changeCounts(root: URL) throws -> (pending: Int, made: Int64) {
-            try LayerFile.with(root: root, server: server, document: claims.documentID, layer: claims.layerName) {
-                try $0.changeCounts()
-            }
-        }
-
         /// The layer's file, for the counts the client does not show. Close it when done.
         func layerFile(root: URL) throws -> LayerFile {
             try LayerFile(root: root, server: server, document: claims.documentID, layer: claims.layerName)

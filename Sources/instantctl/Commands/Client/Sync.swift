@@ -44,11 +44,14 @@ struct Sync: AsyncParsableCommand {
                 return
             }
             let events = session.client.events()
-            let pending = try session.pendingChangeCount(root: options.rootURL)
+            // The layer's file, read before and after: the catalog's count may lag.
+            let counted = try session.layerFile(root: options.rootURL)
+            defer { counted.close() }
+            let pending = try counted.layer.pendingChangeCount()
             try await client.wait(for: descriptor.sync())
             let (received, lost) = await Self.outcome(of: events, for: descriptor)
             let annotations = try descriptor.editableDocument.annotations().count
-            let left = try session.pendingChangeCount(root: options.rootURL)
+            let left = try counted.layer.pendingChangeCount()
             let output = options.output
             if options.json {
                 output.print(
