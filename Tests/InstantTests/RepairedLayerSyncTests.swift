@@ -31,6 +31,9 @@ import Testing
             let clientID: String?
             do {
                 let client = try h.client()
+                // No retry may send the change again before the damage below: it would be
+                // answered and gone, with nothing left to salvage.
+                client.retryPolicy = RetryPolicy(initialDelay: .seconds(3600), maximumDelay: .seconds(3600))
                 let descriptor = try await h.downloaded(client, "doc", user: "ana")
                 try descriptor.editableDocument.add(note("mine, first", id: "x"))
                 // The server applies the change; its answer never arrives.
@@ -41,6 +44,7 @@ import Testing
                 let layer = try store.openLayer(
                     tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
                 clientID = try layer.metadata().clientID
+                try #require(try layer.pendingChangeCount() == 1)
                 layer.close()
                 store.close()
                 withExtendedLifetime(client) {}
