@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import InstantStore
@@ -25,6 +26,41 @@ import Testing
             _ = staged
         }
         #expect(tmpEntries(scratch).isEmpty, "released without a commit, it removed its file and lock")
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// After the first, a process makes layer files from a copy of the first's empty
+    /// schema: each must be the same whole database, in WAL mode, private, with its own
+    /// client id and its own records.
+    @Test func layersMadeFromTheTemplateAreWholeAndPrivate() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        var schemas: Set<[String]> = []
+        var clientIDs: Set<String> = []
+        for name in ["", "b", "c"] {
+            let staged = try scratch.store.stageLayer(
+                tenant: Scratch.tenant, document: "d", layer: name,
+                snapshot: [ServerRecord(id: "r-\(name)", content: note(name), revision: 2)], revision: 2,
+                pdf: pdf.sha256)
+            try scratch.store.commitLayer(staged)
+            let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: name)
+            #expect(try layer.annotations().map(\.id) == ["r-\(name)"])
+            clientIDs.insert(try #require(try layer.metadata().clientID))
+            let path = scratch.store.layout.layerPath(key: layer.key)
+            layer.close()
+            #expect(FileSystem.mode(path) == 0o600)
+            let queue = try DatabaseQueue(path: path)
+            try queue.read { db in
+                #expect(try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok")
+                #expect(try String.fetchOne(db, sql: "PRAGMA journal_mode") == "wal")
+                schemas.insert(
+                    try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name"))
+            }
+            try queue.close()
+        }
+        #expect(schemas.count == 1 && clientIDs.count == 3)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 

@@ -63,14 +63,11 @@ public final class LayerDatabase: Sendable {
         pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
-        // Created here, 0600, so SQLite (which would make it 0644) and its -wal and -shm
-        // (which take the database's mode) keep a user's annotations private.
-        try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL).close()
+        try LayerTemplate.writeEmptyLayer(at: path, key: key)
         do {
             // No sync per commit while the file is built in tmp/: nobody sees it until the
             // one fsync below, after the checkpoint, has made all of it durable.
             let queue = try openQueue(path: path, key: key, synchronous: "OFF")
-            try LayerMigrations.migrator.migrate(queue)
             try queue.write { db in
                 try db.execute(
                     sql: """
