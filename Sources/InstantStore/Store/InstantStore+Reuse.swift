@@ -65,11 +65,14 @@ extension InstantStore {
                             OR EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.tenantId <> ?))
                         """, arguments: [tenantID, tenantID]) ?? true
             if foreign { return .ask }
-            var own: [BlobHash] = []
-            for sha in hashes where try !Self.isFlagged(sha, in: db) {
-                if let hash = BlobHash(hex: sha) { own.append(hash) }
-            }
-            return .ownPDFs(own)
+            // The intact ones, in one statement (one per PDF cost a millisecond for 30).
+            let intact = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT sha256 FROM blob b
+                    WHERE NOT EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.corrupt)
+                    """)
+            return .ownPDFs(intact.compactMap { BlobHash(hex: $0) })
         }
     }
 
