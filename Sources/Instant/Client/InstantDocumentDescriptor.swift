@@ -176,14 +176,18 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
 
     /// A local change was made through the editable document.
     func localChangesMade() {
-        // One hop to the engine at a time: changes made meanwhile are covered by it.
-        guard
+        // No hop when the engine has nothing to do: syncing after local changes is off (a
+        // running cycle reads the pending changes again after each round anyway), or its
+        // timer is set already (its cycle will read this change, made before it starts).
+        // And one hop at a time: changes made meanwhile are covered by it.
+        let engine = engine
+        guard !engine.autoSyncArmed.load(ordering: .acquiring),
             mutable.withLock({ state in
-                defer { state.engineNotified = true }
-                return !state.engineNotified
+                guard state.delay != InstantSyncingLocalChangesDisabled, !state.engineNotified else { return false }
+                state.engineNotified = true
+                return true
             })
         else { return }
-        let engine = engine
         Task {
             mutable.withLock { $0.engineNotified = false }
             await engine.localChangesMade()

@@ -17,7 +17,13 @@ actor SyncEngine {
     private var cycle: Task<Result<Void, InstantError>, Never>?
     /// Another round was asked for while one ran.
     private var again = false
-    private var autoSync: Task<Void, Never>?
+    private var autoSync: Task<Void, Never>? {
+        didSet { autoSyncArmed.store(autoSync != nil, ordering: .releasing) }
+    }
+    /// An auto-sync timer is set: a sync will start by itself, and read every change made
+    /// before it does, so a local change need not tell the engine (a task per change was a
+    /// sixth of a create's CPU time). Cleared before the timer's cycle starts.
+    nonisolated let autoSyncArmed = Atomic<Bool>(false)
     private var retry: Task<Void, Never>?
     private var retryAttempt = 0
     /// Bumped for every timer (auto-sync or retry) set, so only the latest one acts.

@@ -1,0 +1,60 @@
+import Foundation
+import Instant
+import ServerTestSupport
+import Testing
+
+/// Syncing after local changes (`delayForSyncingLocalChanges`): a change tells the sync
+/// engine only when it has something to do, so these check that nothing is left unsent.
+@Suite struct AutoSyncTests {
+    private func begun(_ events: [InstantEvent]) -> Int {
+        events.filter { if case .didBeginSync = $0 { true } else { false } }.count
+    }
+
+    private func finished(_ events: [InstantEvent]) -> Int {
+        events.filter { if case .didFinishSync = $0 { true } else { false } }.count
+    }
+
+    /// A burst of edits made while the timer is set is sent by the timer's one cycle; the
+    /// next edit after it sets a timer again.
+    @Test func aBurstIsSentByOneTimedSyncAndTheNextEditSetsATimerAgain() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            a.delayForSyncingLocalChanges = 0.3
+            for index in 0..<25 { _ = try a.editableDocument.add(note("burst \(index)", id: "b\(index)")) }
+            try await log.wait("the timed sync") { finished($0) == 1 }
+            let names = await log.names
+            #expect(begun(await log.events) == 1, "\(names)")
+            #expect(try await h.serverAnnotations("doc").count == 25)
+            #expect(a.documentState == .clean)
+
+            _ = try a.editableDocument.add(note("later", id: "later"))
+            try await log.wait("a second timed sync") { finished($0) == 2 }
+            #expect(try await h.serverAnnotations("doc").count == 26)
+            #expect(a.documentState == .clean)
+        }
+    }
+
+    /// Edits made while syncing after changes was off are sent by the first timed sync
+    /// once it is turned on; while it is off, nothing is sent by itself.
+    @Test func editsMadeWhileItWasOffAreSentOnceItIsOn() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            for index in 0..<5 { _ = try a.editableDocument.add(note("off \(index)", id: "o\(index)")) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(begun(await log.events) == 0)
+            #expect(a.documentState == .dirty)
+
+            a.delayForSyncingLocalChanges = 0.05
+            _ = try a.editableDocument.add(note("on", id: "on"))
+            try await log.wait("the timed sync") { finished($0) == 1 }
+            #expect(try await h.serverAnnotations("doc").count == 6)
+            #expect(a.documentState == .clean)
+        }
+    }
+}
