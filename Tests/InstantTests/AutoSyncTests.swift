@@ -37,6 +37,32 @@ import Testing
         }
     }
 
+    /// A sync failing while the timer is set schedules a retry, which outruns the timer:
+    /// the timer must still let go when it fires, or no later edit would set one again
+    /// (a bug older than the flag: the engine kept the fired timer's handle).
+    @Test func aTimerOutrunByARetryStillLetsLaterEditsSync() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            a.delayForSyncingLocalChanges = 0.4
+            _ = try a.editableDocument.add(note("first", id: "first"))
+            h.proxy.setRefusing(true)
+            #expect(await failure(of: a.sync()) != nil)
+            try await Task.sleep(for: .milliseconds(700))  // the timer fires, outrun
+            h.proxy.setRefusing(false)
+            try await log.wait("a retry to succeed") { finished($0) >= 1 }
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["first"])
+
+            let before = finished(await log.events)
+            _ = try a.editableDocument.add(note("second", id: "second"))
+            try await log.wait("the second edit's timed sync", seconds: 5) { finished($0) > before }
+            #expect(try await h.serverAnnotations("doc").map(\.id).sorted() == ["first", "second"])
+            #expect(a.documentState == .clean)
+        }
+    }
+
     /// Edits made while syncing after changes was off are sent by the first timed sync
     /// once it is turned on; while it is off, nothing is sent by itself.
     @Test func editsMadeWhileItWasOffAreSentOnceItIsOn() async throws {

@@ -181,7 +181,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         // timer is set already (its cycle will read this change, made before it starts).
         // And one hop at a time: changes made meanwhile are covered by it.
         let engine = engine
-        guard !engine.autoSyncArmed.load(ordering: .acquiring),
+        guard !engine.autoSyncArmed.load(ordering: .sequentiallyConsistent),
             mutable.withLock({ state in
                 guard state.delay != InstantSyncingLocalChangesDisabled, !state.engineNotified else { return false }
                 state.engineNotified = true

@@ -18,7 +18,7 @@ actor SyncEngine {
     /// Another round was asked for while one ran.
     private var again = false
     private var autoSync: Task<Void, Never>? {
-        didSet { autoSyncArmed.store(autoSync != nil, ordering: .releasing) }
+        didSet { autoSyncArmed.store(autoSync != nil, ordering: .sequentiallyConsistent) }
     }
     /// An auto-sync timer is set: a sync will start by itself, and read every change made
     /// before it does, so a local change need not tell the engine (a task per change was a
@@ -74,9 +74,14 @@ actor SyncEngine {
     }
 
     private func autoSyncFired(_ generation: Int) async {
-        // A cancelled or replaced timer must not clear its successor's handle.
-        guard generation == timerGeneration, !Task.isCancelled else { return }
+        // A cancelled timer's handle was cleared by whoever cancelled it (and one is set
+        // only while none is), so a timer that was not cancelled is the current one.
+        guard !Task.isCancelled else { return }
+        // Let go of it even when a retry set since outruns it: a handle kept here would
+        // stop every later local change from setting a timer.
         autoSync = nil
+        // The latest timer acts: a retry set since starts the cycle instead.
+        guard generation == timerGeneration else { return }
         _ = await startCycle()
     }
 
