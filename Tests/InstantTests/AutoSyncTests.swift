@@ -24,14 +24,14 @@ import Testing
             let a = try await h.downloaded(client, "doc")
             a.delayForSyncingLocalChanges = 0.3
             for index in 0..<25 { _ = try a.editableDocument.add(note("burst \(index)", id: "b\(index)")) }
-            try await log.wait("the timed sync") { finished($0) == 1 }
+            try await log.wait("the timed sync", seconds: 60) { finished($0) == 1 }
             let names = await log.names
             #expect(begun(await log.events) == 1, "\(names)")
             #expect(try await h.serverAnnotations("doc").count == 25)
             #expect(a.documentState == .clean)
 
             _ = try a.editableDocument.add(note("later", id: "later"))
-            try await log.wait("a second timed sync") { finished($0) == 2 }
+            try await log.wait("a second timed sync", seconds: 60) { finished($0) == 2 }
             #expect(try await h.serverAnnotations("doc").count == 26)
             #expect(a.documentState == .clean)
         }
@@ -52,12 +52,12 @@ import Testing
             #expect(await failure(of: a.sync()) != nil)
             try await Task.sleep(for: .milliseconds(700))  // the timer fires, outrun
             h.proxy.setRefusing(false)
-            try await log.wait("a retry to succeed") { finished($0) >= 1 }
+            try await log.wait("a retry to succeed", seconds: 60) { finished($0) >= 1 }
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["first"])
 
             let before = finished(await log.events)
             _ = try a.editableDocument.add(note("second", id: "second"))
-            try await log.wait("the second edit's timed sync", seconds: 5) { finished($0) > before }
+            try await log.wait("the second edit's timed sync", seconds: 60) { finished($0) > before }
             #expect(try await h.serverAnnotations("doc").map(\.id).sorted() == ["first", "second"])
             #expect(a.documentState == .clean)
         }
@@ -78,7 +78,7 @@ import Testing
 
             a.delayForSyncingLocalChanges = 0.05
             _ = try a.editableDocument.add(note("on", id: "on"))
-            try await log.wait("the timed sync") { finished($0) == 1 }
+            try await log.wait("the timed sync", seconds: 60) { finished($0) == 1 }
             #expect(try await h.serverAnnotations("doc").count == 6)
             #expect(a.documentState == .clean)
         }
