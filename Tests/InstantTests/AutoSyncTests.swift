@@ -63,6 +63,29 @@ import Testing
         }
     }
 
+    /// A retry that ran (and succeeded) while the timer was set must not make the timer
+    /// skip its cycle: an edit made after the retry counted on the timer (found in review).
+    @Test func anEditAfterARetryThatRanIsSentByTheTimer() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            a.delayForSyncingLocalChanges = 1.5
+            _ = try a.editableDocument.add(note("first", id: "first"))
+            h.proxy.setRefusing(true)
+            #expect(await failure(of: a.sync()) != nil)
+            h.proxy.setRefusing(false)
+            try await log.wait("the retry to succeed", seconds: 60) { finished($0) >= 1 }
+            // Most often still inside the timer's 1.5 s here: the edit does not tell the
+            // engine (its timer is set), and the timer must sync it.
+            _ = try a.editableDocument.add(note("second", id: "second"))
+            try await log.wait("the timer's sync", seconds: 60) { finished($0) >= 2 }
+            #expect(try await h.serverAnnotations("doc").map(\.id).sorted() == ["first", "second"])
+            #expect(a.documentState == .clean)
+        }
+    }
+
     /// Edits made while syncing after changes was off are sent by the first timed sync
     /// once it is turned on; while it is off, nothing is sent by itself.
     @Test func editsMadeWhileItWasOffAreSentOnceItIsOn() async throws {

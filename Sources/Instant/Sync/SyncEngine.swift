@@ -26,7 +26,7 @@ actor SyncEngine {
     nonisolated let autoSyncArmed = Atomic<Bool>(false)
     private var retry: Task<Void, Never>?
     private var retryAttempt = 0
-    /// Bumped for every timer (auto-sync or retry) set, so only the latest one acts.
+    /// Bumped for every retry set, so only the latest one acts.
     private var timerGeneration = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
@@ -65,23 +65,23 @@ actor SyncEngine {
         guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
         // Longer than a day means never, in practice (and stays clear of overflow).
         let milliseconds = Int64(min(delay, 86_400) * 1000)
-        timerGeneration += 1
-        let generation = timerGeneration
         autoSync = Task {
             try? await Task.sleep(for: .milliseconds(milliseconds))
-            await self.autoSyncFired(generation)
+            await self.autoSyncFired()
         }
     }
 
-    private func autoSyncFired(_ generation: Int) async {
+    private func autoSyncFired() async {
         // A cancelled timer's handle was cleared by whoever cancelled it (and one is set
-        // only while none is), so a timer that was not cancelled is the current one.
+        // only while none is), so a timer that was not cancelled is the current one. It
+        // lets go of it first, always: a handle kept here would stop every later local
+        // change from setting a timer (and, with the armed flag, from telling the engine).
         guard !Task.isCancelled else { return }
-        // Let go of it even when a retry set since outruns it: a handle kept here would
-        // stop every later local change from setting a timer.
         autoSync = nil
-        // The latest timer acts: a retry set since starts the cycle instead.
-        guard generation == timerGeneration else { return }
+        // A pending retry starts the cycle itself; a refused JWT waits for a new one.
+        // Otherwise sync, even if a cycle ran since the timer was set: changes made after
+        // it read them counted on this timer.
+        guard retry == nil, !awaitingAuthentication else { return }
         _ = await startCycle()
     }
 
