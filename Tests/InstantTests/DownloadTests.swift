@@ -51,22 +51,13 @@ import Testing
 
     @Test func aBrokenTransferResumesWhereItStopped() async throws {
         try await ClientHarness.with { h in
-            let pdf = incompressiblePDF(Self.pdfSize)
-            try await h.server.upload("doc", pdf)
-            let client = try h.client()
-            let token = try await h.jwt("doc")
-            let descriptor = try client.documentDescriptor(forJWT: token)
             // No intact copy: the probe (304) and then the transfer, cut in the middle.
-            h.proxy.cutNextResponse(after: 1_000_000)
-            let before = h.proxy.bytesFromServer
-            try await descriptor.download(usingJWT: token).result()
-            let moved = h.proxy.bytesFromServer - before
+            let (moved, stored) = try await downloadCutAfterAMillion(h)
             #expect(moved >= Self.pdfSize)
             // A restart from zero would move the million bytes before the cut plus the whole
             // PDF again. (Bytes in flight when the connection broke, in socket and NIO
             // buffers but not yet taken by the store, do come again.)
             #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "the rest only, not the whole PDF again")
-            let stored = try h.expectStoredPDF("doc", pdf)
             #expect(stored.size == Int64(Self.pdfSize))
         }
     }
@@ -75,19 +66,29 @@ import Testing
     /// is asked again, with the retry policy's waits: the transfer still resumes.
     @Test func aResumeWaitsForAServerThatIsRestarting() async throws {
         try await ClientHarness.with { h in
-            let pdf = incompressiblePDF(Self.pdfSize)
-            try await h.server.upload("doc", pdf)
-            let client = try h.client()
-            let token = try await h.jwt("doc")
-            let descriptor = try client.documentDescriptor(forJWT: token)
-            h.proxy.cutNextResponse(after: 1_000_000)
-            h.proxy.refuseConnectionsAfterNextCut(3)
-            let before = h.proxy.bytesFromServer
-            try await descriptor.download(usingJWT: token).result()
+            let (moved, _) = try await downloadCutAfterAMillion(h) { $0.refuseConnectionsAfterNextCut(3) }
             #expect(h.proxy.connectionsRefusedAfterCut == 3)
-            #expect(h.proxy.bytesFromServer - before < 1_000_000 + Self.pdfSize - 100_000, "resumed, not restarted")
-            try h.expectStoredPDF("doc", pdf)
+            #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "resumed, not restarted")
         }
+    }
+
+    /// Downloads a PDF of ``pdfSize`` whose transfer the proxy cuts after a million bytes
+    /// (`faults` sets more), and returns the bytes that came from the server and the
+    /// stored PDF (checked whole, and the store verified).
+    private func downloadCutAfterAMillion(_ h: ClientHarness, faults: (FaultProxy) -> Void = { _ in })
+        async throws -> (moved: Int, stored: StoredPDF)
+    {
+        let pdf = incompressiblePDF(Self.pdfSize)
+        try await h.server.upload("doc", pdf)
+        let client = try h.client()
+        let token = try await h.jwt("doc")
+        let descriptor = try client.documentDescriptor(forJWT: token)
+        h.proxy.cutNextResponse(after: 1_000_000)
+        faults(h.proxy)
+        let before = h.proxy.bytesFromServer
+        try await descriptor.download(usingJWT: token).result()
+        let moved = h.proxy.bytesFromServer - before
+        return (moved, try h.expectStoredPDF("doc", pdf))
     }
 
     /// The server's zstd frame is stored as it is: the client's blob file is the server's,
