@@ -38,18 +38,16 @@ extension LayerDatabase {
                     try LayerDatabase.updateRecord(db, id, content)
                 case .create(let id, let content), .createOrUpdate(let id, let content):
                     if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
-                    try db.cachedStatement(
-                        sql:
-                            "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)"
-                    ).execute(arguments: [id.storedBytes, content])
+                    try db.run(
+                        "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
+                        .blob(id.storedBytes), .blob(content))
                     try LayerDatabase.appendPending(db, id, .create, content)
                 case .update(let id, let content):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
                     try LayerDatabase.updateRecord(db, id, content)
                 case .delete(let id):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
-                    try db.execute(
-                        sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?", arguments: [id.storedBytes])
+                    try db.run("UPDATE record SET deleted = 1 WHERE annotationId = ?", .blob(id.storedBytes))
                     try LayerDatabase.appendPending(db, id, .delete, nil)
                 }
             }
@@ -58,8 +56,7 @@ extension LayerDatabase {
 
     /// Replaces a live record's content and records the update for the next sync.
     static func updateRecord(_ db: Database, _ id: String, _ content: Data) throws {
-        try db.execute(
-            sql: "UPDATE record SET content = ? WHERE annotationId = ?", arguments: [content, id.storedBytes])
+        try db.run("UPDATE record SET content = ? WHERE annotationId = ?", .blob(content), .blob(id.storedBytes))
         try appendPending(db, id, .update, content)
     }
 
