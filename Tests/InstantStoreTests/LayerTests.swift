@@ -64,9 +64,11 @@ import Testing
         try layer.create(id: "a", content: note("kept"))
         let path = scratch.store.layout.layerPath(key: layer.key)
         layer.close()
-        // Back to the first format: no client id, no epoch, no layer-v2 migration.
+        // Back to the first format: no client id, no epoch, changes numbered by
+        // AUTOINCREMENT, no layer-v2 or layer-v3 migration.
         let old = try DatabaseQueue(path: path)
         try old.write { db in
+            try downgradeToTheSecondFormat(db, lastNumber: 1)
             try db.execute(sql: "ALTER TABLE meta DROP COLUMN clientId")
             try db.execute(sql: "ALTER TABLE meta DROP COLUMN epoch")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v2'")
@@ -77,6 +79,8 @@ import Testing
         #expect((meta.clientID?.utf8.count ?? 0) >= 16)
         #expect(meta.epoch == nil && meta.lastServerRevision == 3)
         #expect(try upgraded.pendingChanges().map(\.annotationID) == ["a"])
+        try upgraded.create(id: "b", content: note("new"))
+        #expect(try upgraded.pendingChanges().map(\.sequence) == [1, 2])
         // Opened again, it keeps the same id (the upgrade runs once).
         upgraded.close()
         let again = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")

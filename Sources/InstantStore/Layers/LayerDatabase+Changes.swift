@@ -71,7 +71,7 @@ extension LayerDatabase {
         for record in records { try AnnotationContent.validate(record.content) }
         try write { db in
             if let acknowledgedThrough {
-                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+                try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledgedThrough])
             }
             try db.execute(sql: "DELETE FROM record")
             for record in records {
@@ -101,7 +101,7 @@ extension LayerDatabase {
         for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
         try write { db in
             if let acknowledgedThrough {
-                try db.execute(sql: "DELETE FROM pendingChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+                try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledgedThrough])
             }
             let upsert = try db.cachedStatement(
                 sql:

@@ -12,8 +12,8 @@ extension LayerDatabase {
             return try queue.writeWithoutTransaction { db in
                 var outcome: (Int64, Bool) = (0, false)
                 try db.inTransaction(.immediate) {
-                    let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
-                    let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM pendingChange") ?? 0
+                    let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
+                    let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM localChange") ?? 0
                     if latest > allowed {
                         outcome = (pending, false)
                         return .rollback
@@ -61,7 +61,11 @@ extension LayerDatabase {
         configuration.readonly = true
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
         defer { try? queue.close() }
-        return try? queue.read { db in try fetchPending(db) }
+        return try? queue.read { db in
+            // A file of a format before layer-v3 holds them in `pendingChange`.
+            let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
+            return try fetchPending(db, table: table)
+        }
     }
 
     /// The client id of a layer file that may be damaged, if it can be read: a replacement
@@ -93,19 +97,21 @@ extension LayerDatabase {
         try read { db in try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false }
     }
 
-    /// Reads the pending changes and sets the removed mark in one IMMEDIATE transaction, so
-    /// every change committed before is in what is returned, and every write after it is
-    /// refused. Used by a layer's replacement.
-    func takePendingChangesAndMarkRemoved() throws(StoreError) -> [PendingChange] {
+    /// Reads the pending changes and the last change number given, and sets the removed
+    /// mark, in one IMMEDIATE transaction, so every change committed before is in what is
+    /// returned, and every write after it is refused. Used by a layer's replacement, which
+    /// numbers its own changes past `lastNumber`.
+    func takePendingChangesAndMarkRemoved() throws(StoreError) -> (changes: [PendingChange], lastNumber: Int64) {
         do {
             return try queue.writeWithoutTransaction { db in
-                var changes: [PendingChange] = []
+                var taken: (changes: [PendingChange], lastNumber: Int64) = ([], 0)
                 try db.inTransaction(.immediate) {
-                    changes = try LayerDatabase.fetchPending(db)
+                    taken.changes = try LayerDatabase.fetchPending(db)
+                    taken.lastNumber = try Int64.fetchOne(db, sql: LayerDatabase.lastChangeNumber) ?? 0
                     try db.execute(sql: "UPDATE meta SET removed = 1")
                     return .commit
                 }
-                return changes
+                return taken
             }
         } catch {
             throw LayerDatabase.map(error, key: key)

@@ -92,22 +92,15 @@ public final class LayerDatabase: Sendable {
                 for change in pending {
                     try db.execute(
                         sql:
-                            "INSERT INTO pendingChange (seq, annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?, ?)",
+                            "INSERT INTO localChange (seq, annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?, ?)",
                         arguments: [
                             change.sequence, change.annotationID.storedBytes, change.kind.rawValue, change.content,
                             change.createdAt,
                         ])
                 }
                 if let floor {
-                    // sqlite_sequence has no key: update its row, or add it.
                     try db.execute(
-                        sql: "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'pendingChange'",
-                        arguments: [floor])
-                    if db.changesCount == 0 {
-                        try db.execute(
-                            sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)",
-                            arguments: [floor])
-                    }
+                        sql: "UPDATE meta SET changeNumberFloor = max(changeNumberFloor, ?)", arguments: [floor])
                 }
                 try reapplyPending(db)
             }
@@ -187,7 +180,7 @@ public final class LayerDatabase: Sendable {
 
     /// How many local changes wait for the server, without reading them.
     public func pendingChangeCount() throws(StoreError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0 }
     }
 
     /// How many local changes wait for the server, and how many were ever made (the last
@@ -195,9 +188,8 @@ public final class LayerDatabase: Sendable {
     /// the pending ones before, plus those made since, less the pending ones now.
     public func changeCounts() throws(StoreError) -> (pending: Int, made: Int64) {
         try read { db in
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
-            let made =
-                try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'pendingChange'") ?? 0
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
+            let made = try Int64.fetchOne(db, sql: LayerDatabase.lastChangeNumber) ?? 0
             return (pending, made)
         }
     }
@@ -208,14 +200,18 @@ public final class LayerDatabase: Sendable {
         try read { db in
             Set(
                 try Data.fetchAll(
-                    db, sql: "SELECT DISTINCT annotationId FROM pendingChange WHERE seq > ?", arguments: [after ?? -1]
+                    db, sql: "SELECT DISTINCT annotationId FROM localChange WHERE seq > ?", arguments: [after ?? -1]
                 ).map(String.init(storedBytes:)))
         }
     }
 
-    static func fetchPending(_ db: Database, limit: Int? = nil) throws -> [PendingChange] {
+    /// The pending changes in order; `table` is `pendingChange` for a file of a format
+    /// before layer-v3 (read by salvage, which does not upgrade what it reads).
+    static func fetchPending(_ db: Database, limit: Int? = nil, table: String = "localChange") throws
+        -> [PendingChange]
+    {
         try Row.fetchAll(
-            db, sql: "SELECT * FROM pendingChange ORDER BY seq LIMIT ?", arguments: [limit.map { Int64($0) } ?? -1]
+            db, sql: "SELECT * FROM \(table) ORDER BY seq LIMIT ?", arguments: [limit.map { Int64($0) } ?? -1]
         ).map { row in
             guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
                 throw StoreError.corruptLayer(key: "", reason: "a pending change of unknown kind")
@@ -236,7 +232,7 @@ public final class LayerDatabase: Sendable {
         let counts = try read { db in
             (
                 try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE deleted = 0") ?? 0,
-                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange") ?? 0
+                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
             )
         }
         let bytes = try (FileSystem.fileSize(path) ?? 0) + (FileSystem.fileSize(path + "-wal") ?? 0)
@@ -352,11 +348,23 @@ public final class LayerDatabase: Sendable {
         try db.fetchInt64("SELECT 1 FROM record WHERE annotationId = ? AND deleted = 0", .blob(id.storedBytes)) != nil
     }
 
+    /// The highest change number given so far: the last pending change's, or the floor
+    /// (see ``LayerMigrations/numberChangesInMeta(_:)``) when that is higher.
+    static let lastChangeNumber =
+        "SELECT max(ifnull((SELECT max(seq) FROM localChange), 0), changeNumberFloor) FROM meta WHERE id = 1"
+
+    /// Records a local change, numbered past every number given before (pending, decided
+    /// or carried over). Runs inside ``write(addsPending:_:)``, which has made sure the meta
+    /// row is there.
+    ///
     /// `createdAt` is stored as seconds since 1970 (GRDB reads numbers and its text dates
     /// alike as `Date`): formatting a date as text cost more than the insert.
     static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
         try db.run(
-            "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?)",
+            """
+            INSERT INTO localChange (seq, annotationId, kind, content, createdAt)
+            VALUES ((\(lastChangeNumber)) + 1, ?, ?, ?, ?)
+            """,
             .blob(id.storedBytes), .text(kind.rawValue), content.map(BoundValue.blob) ?? .null,
             .real(Date().timeIntervalSince1970))
     }
@@ -368,7 +376,7 @@ public final class LayerDatabase: Sendable {
     static func reapplyPending(_ db: Database, to only: Set<String>? = nil, after decided: Int64? = nil) throws {
         if let only, only.isEmpty { return }
         let rows = try Row.fetchAll(
-            db, sql: "SELECT annotationId, kind, content FROM pendingChange WHERE seq > ? ORDER BY seq",
+            db, sql: "SELECT annotationId, kind, content FROM localChange WHERE seq > ? ORDER BY seq",
             arguments: [decided ?? Int64.min])
         let upsert = try db.cachedStatement(
             sql: """

@@ -34,6 +34,7 @@ enum LayerMigrations {
             }
         }
         migrator.registerMigration("layer-v2", migrate: addSyncIdentity)
+        migrator.registerMigration("layer-v3", migrate: numberChangesInMeta)
         return migrator
     }
 
@@ -47,6 +48,48 @@ enum LayerMigrations {
         try db.execute(sql: "UPDATE meta SET clientId = ?", arguments: [UUID().uuidString.lowercased()])
     }
 
+    /// The local changes move to `localChange`, numbered past `meta.changeNumberFloor`
+    /// instead of by `AUTOINCREMENT`, whose `sqlite_sequence` row was a third page written
+    /// by every local change (a create wrote three pages where a plain insert writes one).
+    ///
+    /// A change's number is its `changeId`, which the server keys its verdict by for as long
+    /// as the client id lives: a number must never be given twice. A new change is numbered
+    /// past the highest pending one and past the floor; the floor starts at the highest
+    /// number ever given (AUTOINCREMENT's record), and a trigger raises it to every change
+    /// deleted, whoever deletes it. The table has a new name so that a process of an older
+    /// version that had the file open fails on its next statement, rather than inserting
+    /// changes numbered by SQLite's default (past the highest row, or 1 in an empty table).
+    static func numberChangesInMeta(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE meta ADD COLUMN changeNumberFloor INTEGER NOT NULL DEFAULT 0")
+        try db.execute(
+            sql: """
+                UPDATE meta SET changeNumberFloor = max(
+                    ifnull((SELECT seq FROM sqlite_sequence WHERE name = 'pendingChange'), 0),
+                    ifnull((SELECT max(seq) FROM pendingChange), 0))
+                """)
+        try db.execute(
+            sql: """
+                CREATE TABLE localChange (
+                    seq INTEGER PRIMARY KEY,
+                    annotationId BLOB NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('create', 'update', 'delete')),
+                    content BLOB,
+                    createdAt DATETIME NOT NULL)
+                """)
+        try db.execute(
+            sql: """
+                INSERT INTO localChange (seq, annotationId, kind, content, createdAt)
+                SELECT seq, annotationId, kind, content, createdAt FROM pendingChange
+                """)
+        try db.execute(sql: "DROP TABLE pendingChange")
+        try db.execute(
+            sql: """
+                CREATE TRIGGER localChangeDecided BEFORE DELETE ON localChange BEGIN
+                    UPDATE meta SET changeNumberFloor = max(changeNumberFloor, OLD.seq);
+                END
+                """)
+    }
+
     /// Brings a file made by an older version up to date, race-free across processes: the
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
@@ -56,6 +99,10 @@ enum LayerMigrations {
             if !applied.contains("layer-v2") {
                 try addSyncIdentity(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v2')")
+            }
+            if !applied.contains("layer-v3") {
+                try numberChangesInMeta(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v3')")
             }
             return .commit
         }

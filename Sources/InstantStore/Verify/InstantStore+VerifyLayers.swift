@@ -137,7 +137,9 @@ extension InstantStore {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
                     defer { old.close() }
                     clientID = try? old.metadata().clientID
-                    salvaged = try old.takePendingChangesAndMarkRemoved()
+                    let taken = try old.takePendingChangesAndMarkRemoved()
+                    salvaged = taken.changes
+                    numberAfter = taken.lastNumber
                 } catch {
                     // Too damaged to lock and mark: read what can be read. A writer still
                     // holding it writes into the file that goes to quarantine, not to
@@ -151,8 +153,9 @@ extension InstantStore {
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
-            // The new file numbers its changes from the last salvaged one on, or from 1 when
-            // none was salvaged. Under the old client id, a number the old file had already
+            // The new file numbers its changes past the old file's last number (far past the
+            // salvaged ones when it could only be read), or from 1 when no change was
+            // salvaged. Under the old client id, a number the old file had already
             // used (its changes all acknowledged, or unreadable) would be answered with that
             // change's verdict, and the new change taken as done: lost. Without changes to
             // carry, nothing needs the old id, so the layer gets a new one.

@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import InstantStore
+
+/// A local change's number is the `changeId` the server keys its verdict by, for as long as
+/// the layer's client id lives: a number given twice would be answered with the first
+/// change's verdict, and the second change taken as done. Since layer-v3 the numbers come
+/// from the pending changes and `meta.changeNumberFloor`, not from AUTOINCREMENT.
+@Suite struct ChangeNumberingTests {
+    @Test func numbersGoOnAfterEveryChangeIsDecided() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
+        #expect(try layer.pendingChanges().map(\.sequence) == [1, 2, 3])
+        try layer.applyServerChanges([], newRevision: 1, acknowledgedThrough: 3)
+        #expect(try layer.pendingChangeCount() == 0)
+        try layer.create(id: "after", content: note("after"))
+        #expect(try layer.pendingChanges().map(\.sequence) == [4])
+        try layer.applySnapshot([], revision: 2, acknowledgedThrough: 4)
+        layer.close()
+        // Another process (a second store on the root) goes on from there too.
+        let reopened = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try reopened.create(id: "later", content: note("later"))
+        #expect(try reopened.pendingChanges().map(\.sequence) == [5])
+        #expect(try reopened.changeCounts() == (1, 5))
+    }
+
+    /// The floor follows every deletion, whoever makes it: not only the first changes
+    /// (what the server acknowledges), and not only through the two calls that do it now.
+    @Test func aDeletedChangeRaisesTheFloorWhoeverDeletesIt() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: layer.key))
+        try queue.write { db in try db.execute(sql: "DELETE FROM localChange WHERE seq = 3") }
+        try queue.close()
+        try layer.create(id: "next", content: note("next"))
+        #expect(try layer.pendingChanges().map(\.sequence) == [1, 2, 4])
+    }
+
+    /// A file of the second format: its changes in `pendingChange`, numbered by
+    /// AUTOINCREMENT, which remembers numbers whose changes are gone.
+    @Test(arguments: [false, true])
+    func aFileOfTheSecondFormatKeepsItsChangesAndItsNumbers(allDecided: Bool) throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
+        try layer.applyServerChanges([], newRevision: 1, acknowledgedThrough: allDecided ? 3 : 1)
+        let before = try layer.pendingChanges()
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in try downgradeToTheSecondFormat(db, lastNumber: 5) }
+        try old.close()
+
+        let upgraded = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try upgraded.pendingChanges() == before)
+        #expect(try upgraded.changeCounts() == (before.count, 5))
+        try upgraded.create(id: "new", content: note("new"))
+        #expect(try upgraded.pendingChanges().last?.sequence == 6)
+        // A process of the older version that had the file open fails on its next change
+        // instead of numbering it by SQLite's default.
+        let older = try DatabaseQueue(path: path)
+        #expect(throws: DatabaseError.self) {
+            try older.write { db in
+                try db.execute(
+                    sql:
+                        "INSERT INTO pendingChange (annotationId, kind, content, createdAt) VALUES (?, 'delete', NULL, 0)",
+                    arguments: [Data("n2".utf8)])
+            }
+        }
+        try older.close()
+        #expect(try upgraded.pendingChanges().count == before.count + 1)
+    }
+
+    /// A replacement (repair) takes over the client id with the pending changes, so it
+    /// numbers past the old file's last number, not just past the changes it carries.
+    @Test func aRepairedLayerNumbersPastTheOldFilesLastNumber() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
+        let clientID = try layer.metadata().clientID
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        // The last change is gone (the floor is 3 now), and the file fails verify but opens.
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM localChange WHERE seq = 3")
+            try db.execute(sql: "UPDATE meta SET layerName = ?", arguments: [Data("wrong".utf8)])
+        }
+        try queue.close()
+
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 2, "\(report.problems)")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.metadata().clientID == clientID)
+        try fresh.create(id: "after", content: note("after the repair"))
+        #expect(try fresh.pendingChanges().map(\.sequence) == [1, 2, 4])
+    }
+}
+
+/// Turns a layer file back into the format before layer-v3: the changes in
+/// `pendingChange`, numbered by AUTOINCREMENT, whose record says `lastNumber` was given.
+func downgradeToTheSecondFormat(_ db: Database, lastNumber: Int64) throws {
+    try db.execute(
+        sql: """
+            CREATE TABLE pendingChange (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                annotationId BLOB NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('create', 'update', 'delete')),
+                content BLOB,
+                createdAt DATETIME NOT NULL)
+            """)
+    try db.execute(sql: "INSERT INTO pendingChange SELECT seq, annotationId, kind, content, createdAt FROM localChange")
+    try db.execute(sql: "DROP TABLE localChange")
+    try db.execute(sql: "ALTER TABLE meta DROP COLUMN changeNumberFloor")
+    try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'pendingChange'")
+    try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)", arguments: [lastNumber])
+    try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v3'")
+}
