@@ -99,6 +99,89 @@ import Testing
         try fresh.create(id: "after", content: note("after the repair"))
         #expect(try fresh.pendingChanges().map(\.sequence) == [1, 2, 4])
     }
+
+    /// A restored (or adopted) file may share its client id with a file that went on
+    /// numbering meanwhile (a repair's replacement): it numbers far past what it held.
+    @Test func aRestoredLayerNumbersFarPastWhatItHeld() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("a"))
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        layer.close()
+        try dropLayerRow(scratch.store, key: layer.key)
+        try scratch.store.restoreQuarantinedLayer(named: name)
+        let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try back.create(id: "b", content: note("b"))
+        #expect(try back.pendingChanges().map(\.sequence) == [1, 2 + LayerDatabase.adoptionNumberGap])
+    }
+
+    /// An upgrade writes into the file: a damaged one is reported corrupt instead, left as
+    /// it is, and its changes salvaged from the older table.
+    @Test func aDamagedFileOfTheSecondFormatIsNotUpgradedButSalvaged() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "kept", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try downgradeToTheSecondFormat(db, lastNumber: 1)
+            // Many pages of records after the changes: damaging one in the middle spares
+            // the changes and everything the upgrade reads or writes.
+            for record in manyPageSnapshot("x") {
+                try db.execute(
+                    sql: "INSERT INTO record (annotationId, content, serverRevision) VALUES (?, ?, 1)",
+                    arguments: [Data(record.id.utf8), record.content])
+            }
+        }
+        try old.close()
+        let pages = try #require(try FileSystem.fileSize(path)) / 4096
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: UInt64(pages / 2 * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        #expect {
+            _ = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        } throws: { error in
+            guard case StoreError.corruptLayer = error else { return false }
+            return true
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
+        let reader = try DatabaseQueue(path: path, configuration: readOnly())
+        #expect(try reader.read { db in try db.tableExists("pendingChange") && !db.tableExists("localChange") })
+        try reader.close()
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.pendingChanges().map(\.annotationID) == ["kept"])
+    }
+
+    /// The trigger that raises the floor is part of a sound layer: a file without it is
+    /// found by verify and replaced, keeping its changes.
+    @Test func aLayerWithoutTheNumberingTriggerIsFoundAndReplaced() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "kept", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: "DROP TRIGGER localChangeDecided") }
+        try queue.close()
+        #expect(try scratch.store.verify().remaining.map(\.kind) == [.corruptLayer])
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.pendingChanges().map(\.sequence) == [1])
+        #expect(try scratch.store.verify().isClean)
+    }
+}
+
+private func readOnly() -> Configuration {
+    var configuration = Configuration()
+    configuration.readonly = true
+    return configuration
 }
 
 /// Turns a layer file back into the format before layer-v3: the changes in

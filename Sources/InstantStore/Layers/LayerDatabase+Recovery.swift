@@ -42,6 +42,11 @@ extension LayerDatabase {
             let messages = try String.fetchAll(db, sql: deep ? "PRAGMA integrity_check" : "PRAGMA quick_check")
             if messages != ["ok"] { return (messages.prefix(3).joined(separator: "; "), false) }
             let removed = try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false
+            // Without it, a deleted change's number could be given again (a repair
+            // replaces the file, keeping its changes and numbering past them).
+            let numbered = try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'localChangeDecided'")
+            if numbered != true { return ("the trigger that keeps change numbers unique is missing", removed) }
             if deep {
                 let records = try Row.fetchCursor(db, sql: "SELECT annotationId, content FROM record")
                 while let row = try records.next() {
@@ -80,12 +85,26 @@ extension LayerDatabase {
         return try? queue.read { db in try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1") }
     }
 
+    /// How far past its last change number an adopted file numbers its next changes.
+    static let adoptionNumberGap: Int64 = 1 << 20
+
     /// Clears the removed mark and folds the WAL into the file, so the one file is the
     /// whole layer: a layer about to be adopted back into the catalog (restored from
     /// quarantine, or found holding pending changes with no row).
+    ///
+    /// Its next changes are numbered ``adoptionNumberGap`` past its last number: another
+    /// file may have gone on under the same client id meanwhile (a repair's replacement
+    /// keeps the id and numbers past the old file), and a number it used, given again
+    /// here, would be answered with that change's verdict. The changes it holds keep their
+    /// numbers, so sent again they get their first verdicts.
     func prepareForAdoption() throws(StoreError) {
         do {
-            try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") }
+            try queue.write { db in
+                try db.execute(sql: "UPDATE meta SET removed = 0")
+                try db.execute(
+                    sql: "UPDATE meta SET changeNumberFloor = (\(LayerDatabase.lastChangeNumber)) + ?",
+                    arguments: [LayerDatabase.adoptionNumberGap])
+            }
             _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {
             throw LayerDatabase.map(error, key: key)

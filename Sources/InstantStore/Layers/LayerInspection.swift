@@ -46,9 +46,10 @@ enum LayerInspection: Sendable {
         case .io(_, _, let code) where code == ENOENT: .missing
         case .io, .busy, .diskFull: .inaccessible(error)
         case .database(let code, let message):
-            // SQLITE_CANTOPEN (14) and SQLITE_PERM (3), SQLITE_IOERR (10) families: the
-            // file may be fine; it just cannot be opened here and now.
-            [3, 10, 14].contains(code & 0xFF) ? .inaccessible(error) : .unreadable(message)
+            // SQLITE_CANTOPEN (14) and SQLITE_PERM (3), SQLITE_IOERR (10) families, and
+            // SQLITE_READONLY (8: a file of an older format that cannot be upgraded here):
+            // the file may be fine; it just cannot be opened here and now.
+            [3, 8, 10, 14].contains(code & 0xFF) ? .inaccessible(error) : .unreadable(message)
         default: .unreadable(error.description)
         }
     }

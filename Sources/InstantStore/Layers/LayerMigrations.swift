@@ -81,6 +81,10 @@ enum LayerMigrations {
                 INSERT INTO localChange (seq, annotationId, kind, content, createdAt)
                 SELECT seq, annotationId, kind, content, createdAt FROM pendingChange
                 """)
+        let copied = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange")
+        guard copied == (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pendingChange")) else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the pending changes did not all copy")
+        }
         try db.execute(sql: "DROP TABLE pendingChange")
         try db.execute(
             sql: """
@@ -93,8 +97,17 @@ enum LayerMigrations {
     /// Brings a file made by an older version up to date, race-free across processes: the
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
+    ///
+    /// A damaged file is not upgraded (it is reported corrupt): writing into it could lose
+    /// what a salvage, which reads either format, would still find.
     static func upgrade(_ db: Database) throws {
         try db.inTransaction(.immediate) {
+            let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
+            guard check == ["ok"] else {
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "not upgraded, the file is damaged: " + check.prefix(3).joined(separator: "; "))
+            }
             let applied = try migrator.appliedIdentifiers(db)
             if !applied.contains("layer-v2") {
                 try addSyncIdentity(db)

@@ -181,13 +181,14 @@ enum CatalogRebuild {
         for key in files.layerKeys {
             let relative = StoreLayout.layerRelativePath(key: key)
             let path = layout.layerPath(key: key)
+            // Before inspecting: opening a file of an older format upgrades it.
+            let modified = [path, path + "-wal"].compactMap(FileSystem.modificationDate).max() ?? .distantPast
             switch LayerInspection.inspect(path: path, key: key) {
             case .missing: continue  // a lone -wal or -shm: GC's orphan rule decides
             case .newerFormat(let found): report.untouched.append("\(relative): written by a newer version (\(found))")
             case .inaccessible(let error): report.untouched.append("\(relative): \(error)")
             case .unreadable: toQuarantine.append(relative)
             case .readable(let metadata, let summary, let markedRemoved):
-                let modified = [path, path + "-wal"].compactMap(FileSystem.modificationDate).max() ?? .distantPast
                 let identity = "\(metadata.tenant.string)\u{0}\(metadata.documentIdentifier)\u{0}\(metadata.layerName)"
                 candidates[identity, default: []].append(
                     Candidate(

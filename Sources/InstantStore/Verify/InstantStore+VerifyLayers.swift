@@ -154,11 +154,11 @@ extension InstantStore {
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
             // The new file numbers its changes past the old file's last number (far past the
-            // salvaged ones when it could only be read), or from 1 when no change was
-            // salvaged. Under the old client id, a number the old file had already
-            // used (its changes all acknowledged, or unreadable) would be answered with that
-            // change's verdict, and the new change taken as done: lost. Without changes to
-            // carry, nothing needs the old id, so the layer gets a new one.
+            // salvaged ones when it could only be read). Under the old client id, a number
+            // the old file had already used (its changes all acknowledged, or unreadable)
+            // would be answered with that change's verdict, and the new change taken as
+            // done: lost. Without changes to carry, nothing needs the old id, so the layer
+            // gets a new one.
             if salvaged?.isEmpty ?? true { clientID = nil }
             try Failpoint.check("replace.afterSalvage")
             let pdf = try String.fetchOne(
