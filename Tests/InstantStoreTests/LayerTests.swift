@@ -87,6 +87,24 @@ import Testing
         #expect(try again.metadata().clientID == meta.clientID)
     }
 
+    /// A create decides in one statement: over a locally deleted record it writes the new
+    /// content (revision cleared), over a live one it changes nothing and is refused.
+    @Test func aDeletedAnnotationCanBeCreatedAgainButALiveOneCannot() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "a", content: note("server"), revision: 4)], newRevision: 4,
+            acknowledgedThrough: nil)
+        #expect(throws: StoreError.annotationAlreadyExists(id: "a")) { try layer.create(id: "a", content: note("x")) }
+        #expect(try layer.annotation(id: "a")?.content == note("server"))
+        #expect(try layer.pendingChangeCount() == 0)
+        try layer.delete(id: "a")
+        try layer.create(id: "a", content: note("again"))
+        let again = try #require(try layer.annotations(includingDeleted: true).first)
+        #expect(again.content == note("again") && again.serverRevision == nil && !again.isDeleted)
+        #expect(try layer.pendingChanges().map(\.kind) == [.delete, .create])
+    }
+
     @Test func invalidContentAndIdentifiersAreRefused() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")

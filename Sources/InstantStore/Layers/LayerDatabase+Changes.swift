@@ -37,10 +37,16 @@ extension LayerDatabase {
                 case .createOrUpdate(let id, let content) where try LayerDatabase.liveRecordExists(db, id):
                     try LayerDatabase.updateRecord(db, id, content)
                 case .create(let id, let content), .createOrUpdate(let id, let content):
-                    if try LayerDatabase.liveRecordExists(db, id) { throw StoreError.annotationAlreadyExists(id: id) }
+                    // One statement checks and writes: a locally deleted record is replaced,
+                    // a live one is left as it is, and the create refused.
                     try db.run(
-                        "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)",
+                        """
+                        INSERT INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, NULL, 0)
+                        ON CONFLICT (annotationId) DO UPDATE
+                        SET content = excluded.content, serverRevision = NULL, deleted = 0 WHERE deleted = 1
+                        """,
                         .blob(id.storedBytes), .blob(content))
+                    if db.changesCount == 0 { throw StoreError.annotationAlreadyExists(id: id) }
                     try LayerDatabase.appendPending(db, id, .create, content)
                 case .update(let id, let content):
                     guard try LayerDatabase.liveRecordExists(db, id) else { throw StoreError.noSuchAnnotation(id: id) }
