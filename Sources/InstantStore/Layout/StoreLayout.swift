@@ -118,13 +118,25 @@ public struct StoreLayout: Sendable, Equatable {
         return lock
     }
 
-    /// Turns a shared hold of `store.lock` exclusive, at once or not at all: two handles
-    /// waiting for each other would never get it.
+    /// How long ``upgradeLock(_:)`` tries before it gives up.
+    static let upgradeWait: TimeInterval = 1
+
+    /// Turns a shared hold of `store.lock` exclusive, trying for ``upgradeWait`` (one
+    /// second), never blocking: two handles waiting for each other would never get it.
+    ///
+    /// Not at once: another handle may let go a moment later. A process that forks a child
+    /// (to exec a tool) while it has the store open shares its lock with the child until
+    /// the exec closes the descriptor, so a store that was just closed can look held for a
+    /// moment.
     func upgradeLock(_ lock: POSIXFile) throws(StoreError) {
-        guard try lock.lock(LOCK_EX) else {
-            throw .busy(
-                path: rootPath
-                    + " (other processes have the store open while its catalog needs rebuilding; stop them first)")
+        let deadline = Date().addingTimeInterval(Self.upgradeWait)
+        while try !lock.lock(LOCK_EX) {
+            if Date() > deadline {
+                throw .busy(
+                    path: rootPath
+                        + " (other processes have the store open while its catalog needs rebuilding; stop them first)")
+            }
+            usleep(20_000)
         }
     }
 
