@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
+# Every scratch store, server data directory and child's file of this run goes under one
+# directory (FileManager's temporaryDirectory and mktemp honour TMPDIR), removed at exit.
+TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/instant-test-run.XXXXXX")"
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 swift build --build-tests
 swift build --product generate-manual  # the man page test regenerates man/ with it
 swift test --skip-build

@@ -87,7 +87,6 @@ struct Body: AsyncSequence, Sendable {
 if let mebibytes = options.child {
     // The child: ingest a stream, print peak RSS.
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("instant-bench-rss-\(getpid())")
-    defer { try? FileManager.default.removeItem(at: root) }
     let store = try InstantStore(root: root)
     let stored = try await store.ingestPDF(
         tenant: TenantURL("http://bench.local"), document: "big", chunks: Body(mebibytes: mebibytes))
@@ -98,6 +97,9 @@ if let mebibytes = options.child {
         status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?
         .split(separator: " ").compactMap { Int($0) }.first ?? -1
     print("\(peak) \(stored.size) \(stored.storedSize)")
+    // exit() runs no defer: remove the store (half a GiB) first.
+    store.close()
+    try? FileManager.default.removeItem(at: root)
     exit(0)
 }
 
