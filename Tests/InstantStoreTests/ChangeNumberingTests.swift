@@ -79,18 +79,15 @@ import Testing
     /// numbers past the old file's last number, not just past the changes it carries.
     @Test func aRepairedLayerNumbersPastTheOldFilesLastNumber() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        for number in 0..<3 { try layer.create(id: "n\(number)", content: note("\(number)")) }
-        let clientID = try layer.metadata().clientID
-        let path = scratch.store.layout.layerPath(key: layer.key)
-        layer.close()
+        let (_, path) = try closedLayer(scratch, changes: 3)
+        let opened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        let clientID = try opened.metadata().clientID
+        opened.close()
         // The last change is gone (the floor is 3 now), and the file fails verify but opens.
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { db in
+        try rewrite(path) { db in
             try db.execute(sql: "DELETE FROM localChange WHERE seq = 3")
             try db.execute(sql: "UPDATE meta SET layerName = ?", arguments: [Data("wrong".utf8)])
         }
-        try queue.close()
 
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.pendingChangesSalvaged == 2, "\(report.problems)")
@@ -104,11 +101,9 @@ import Testing
     /// numbering meanwhile (a repair's replacement): it numbers far past what it held.
     @Test func aRestoredLayerNumbersFarPastWhatItHeld() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "a", content: note("a"))
-        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
-        layer.close()
-        try dropLayerRow(scratch.store, key: layer.key)
+        let (key, _) = try closedLayer(scratch, changes: 1)
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: key)))
+        try dropLayerRow(scratch.store, key: key)
         try scratch.store.restoreQuarantinedLayer(named: name)
         let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         try back.create(id: "b", content: note("b"))
@@ -119,12 +114,8 @@ import Testing
     /// it is, and its changes salvaged from the older table.
     @Test func aDamagedFileOfTheSecondFormatIsNotUpgradedButSalvaged() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "kept", content: note("kept"))
-        let path = scratch.store.layout.layerPath(key: layer.key)
-        layer.close()
-        let old = try DatabaseQueue(path: path)
-        try old.write { db in
+        let (_, path) = try closedLayer(scratch, changes: 1)
+        try rewrite(path) { db in
             try downgradeToTheSecondFormat(db, lastNumber: 1)
             // Many pages of records after the changes: damaging one in the middle spares
             // the changes and everything the upgrade reads or writes.
@@ -134,7 +125,6 @@ import Testing
                     arguments: [Data(record.id.utf8), record.content])
             }
         }
-        try old.close()
         let pages = try #require(try FileSystem.fileSize(path)) / 4096
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         try handle.seek(toOffset: UInt64(pages / 2 * 4096))
@@ -155,20 +145,15 @@ import Testing
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
         let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(try fresh.pendingChanges().map(\.annotationID) == ["kept"])
+        #expect(try fresh.pendingChanges().map(\.annotationID) == ["n0"])
     }
 
     /// The trigger that raises the floor is part of a sound layer: a file without it is
     /// found by verify and replaced, keeping its changes.
     @Test func aLayerWithoutTheNumberingTriggerIsFoundAndReplaced() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "kept", content: note("kept"))
-        let path = scratch.store.layout.layerPath(key: layer.key)
-        layer.close()
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { db in try db.execute(sql: "DROP TRIGGER localChangeDecided") }
-        try queue.close()
+        let (_, path) = try closedLayer(scratch, changes: 1)
+        try rewrite(path) { db in try db.execute(sql: "DROP TRIGGER localChangeDecided") }
         #expect(try scratch.store.verify().remaining.map(\.kind) == [.corruptLayer])
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
@@ -202,4 +187,19 @@ func downgradeToTheSecondFormat(_ db: Database, lastNumber: Int64) throws {
     try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'pendingChange'")
     try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)", arguments: [lastNumber])
     try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v3'")
+}
+
+/// A closed layer file of document "d" holding `count` pending changes, numbered 1 to `count`.
+private func closedLayer(_ scratch: Scratch, changes count: Int) throws -> (key: String, path: String) {
+    let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+    for number in 0..<count { try layer.create(id: "n\(number)", content: note("\(number)")) }
+    layer.close()
+    return (layer.key, scratch.store.layout.layerPath(key: layer.key))
+}
+
+/// Changes a closed layer file behind the store's back.
+private func rewrite(_ path: String, _ change: (Database) throws -> Void) throws {
+    let queue = try DatabaseQueue(path: path)
+    try queue.write(change)
+    try queue.close()
 }
