@@ -204,6 +204,40 @@ struct WorkerFixture {
         }
     }
 
+    /// A prune in another process between a download's PDF commit and its layer's finds
+    /// the PDF unreferenced (the document has no layer yet) and removes it: the download
+    /// starts over and completes. Found by the test below, which failed once in CI.
+    @Test func aDownloadWhosePDFIsPrunedMeanwhileStartsOverAndCompletes() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let signal = FileManager.default.temporaryDirectory.appendingPathComponent("hold-\(UUID())").path
+            FileManager.default.createFile(atPath: signal, contents: nil)
+            defer { for path in [signal, signal + ".reached"] { try? FileManager.default.removeItem(atPath: path) } }
+            let download = try fixture.start("download", failpoint: "download.afterPDF=wait:\(signal)")
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(60)
+            while !FileManager.default.fileExists(atPath: signal + ".reached") && clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let prune = try ChildProcess(
+                Executables.url("instantctl"), ["prune", "--root", fixture.root.path, "--max-size", "1B", "--json"])
+            #expect(try await prune.exit(within: .seconds(60)).status == 0, "\(prune.standardError)")
+            let blobs = fixture.root.appendingPathComponent("blobs").path
+            let stored = FileManager.default.enumerator(atPath: blobs)?.allObjects.compactMap { $0 as? String }
+            #expect(
+                stored?.contains { $0.split(separator: "/").last?.count == 64 } == false, "the prune removed the PDF")
+            try FileManager.default.removeItem(atPath: signal)
+            let ending = try await download.exit(within: .seconds(60))
+            #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let tenant = try TenantURL(server.base)
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
     @Test func twoProcessesSyncingOneLayerWhilePruneRunsLoseNothing() async throws {
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)

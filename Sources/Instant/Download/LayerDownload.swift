@@ -28,7 +28,29 @@ struct LayerDownload {
     /// answer (restarting, say), with the retry policy's waits, before the download fails.
     var maxReconnects = 8
 
+    /// How many times a download starts over when its PDF is removed (by a prune in
+    /// another process) between the PDF's commit and the layer's.
+    static let attemptsWhenPDFRemoved = 3
+
     func run() async throws -> InstantDownloadReport {
+        var attempt = 1
+        while true {
+            do {
+                return try await runOnce()
+            } catch let removed as PDFRemovedMeanwhile {
+                // The document had no layer yet, so its PDF was an unreferenced cache entry.
+                guard attempt < Self.attemptsWhenPDFRemoved else { throw InstantError(removed.error) }
+                attempt += 1
+            }
+        }
+    }
+
+    /// The PDF this download stored was removed before the layer's commit.
+    private struct PDFRemovedMeanwhile: Error {
+        let error: StoreError
+    }
+
+    private func runOnce() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
         // known, the layer file is written (and synced) while the PDF's bytes stream in.
         let snapshotTask = Task { try await fetchSnapshot() }
@@ -45,6 +67,8 @@ struct LayerDownload {
             try store.commitLayer(layerFile.staged, requiringPDF: true)
         } catch .layerAlreadyExists {
             throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
+        } catch .documentHasNoPDF(let tenant, let document) {
+            throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
         }
         progress.completedUnitCount = progress.totalUnitCount
         return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: layerFile.annotationCount)

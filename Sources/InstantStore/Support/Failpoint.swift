@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// Set `INSTANT_FAILPOINT` to a comma-separated list of `name` or `name=action`, where
 /// action is `kill` (the default: the process sends itself SIGKILL), `enospc` (the
-/// operation fails as if the disk were full) or `eio`. A name may end in `*` to match a prefix.
+/// operation fails as if the disk were full), `eio`, or `wait:PATH` (the process creates
+/// `PATH.reached`, then waits while the file `PATH` exists, at most a minute: a test does
+/// something in between). A name may end in `*` to match a prefix.
 ///
 /// ```sh
 /// INSTANT_FAILPOINT=blob.afterRename instant-store-worker ingest …   # dies there
@@ -33,6 +35,11 @@ public enum Failpoint {
         switch action {
         case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
         case "eio": throw .io(operation: name, path: path, errno: EIO)
+        case let wait where wait.hasPrefix("wait:"):
+            let signal = String(wait.dropFirst("wait:".count))
+            FileManager.default.createFile(atPath: signal + ".reached", contents: nil)
+            let deadline = Date().addingTimeInterval(60)
+            while FileManager.default.fileExists(atPath: signal) && Date() < deadline { usleep(10_000) }
         default:
             kill(getpid(), SIGKILL)
             while true { pause() }
@@ -57,7 +64,10 @@ public enum Failpoint {
                 $0.trimmingCharacters(in: .whitespaces)
             }
             guard let name = parts.first, !name.isEmpty else { return nil }
-            return (name, parts.count > 1 ? parts[1].lowercased() : "kill")
+            guard parts.count > 1 else { return (name, "kill") }
+            // `wait:` keeps its path as written.
+            if parts[1].lowercased().hasPrefix("wait:") { return (name, "wait:" + parts[1].dropFirst(5)) }
+            return (name, parts[1].lowercased())
         }
     }
 }
