@@ -7,7 +7,7 @@ import Testing
 /// waits a moment for it rather than failing at once.
 @Suite struct StoreLockTests {
     /// Another holder of a shared lock (here, a copy a forked child keeps until its exec)
-    /// that lets go within the wait: the rebuild goes ahead.
+    /// that lets go within the wait (after 100 ms): the rebuild goes ahead.
     @Test func aRebuildWaitsForAHolderThatLetsGo() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
@@ -16,7 +16,7 @@ import Testing
         scratch.store.close()
         let other = try scratch.store.layout.lockStore(exclusive: false)
         let letGo = Thread {
-            Thread.sleep(forTimeInterval: 0.3)
+            Thread.sleep(forTimeInterval: 0.1)
             other.close()
         }
         letGo.start()
@@ -32,14 +32,15 @@ import Testing
         scratch.store.close()
         let other = try scratch.store.layout.lockStore(exclusive: false)
         defer { other.close() }
-        let start = Date()
+        let clock = ContinuousClock()
+        let start = clock.now
         #expect {
             _ = try InstantStore.rebuildCatalog(root: scratch.root)
         } throws: { error in
             guard case StoreError.busy(let path) = error else { return false }
             return path.contains("stop them first")
         }
-        #expect(Date().timeIntervalSince(start) >= StoreLayout.upgradeWait)
+        #expect(clock.now - start >= StoreLayout.upgradeWait)
         #expect(!FileSystem.exists(scratch.store.layout.rebuiltCatalogPath))
     }
 }

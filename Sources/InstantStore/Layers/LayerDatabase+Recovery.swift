@@ -85,25 +85,38 @@ extension LayerDatabase {
         return try? queue.read { db in try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1") }
     }
 
-    /// How far past its last change number an adopted file numbers its next changes.
+    /// How far past its last change number a file that carries on a client id numbers
+    /// its next changes (see ``numberFloor(past:)``).
     static let adoptionNumberGap: Int64 = 1 << 20
+
+    /// The change number floor for a file that carries on a client id another file may
+    /// have used meanwhile: a repair's replacement, a restored or adopted file. Such files
+    /// can be made more than once from one original (a restore killed after its commit
+    /// leaves the quarantined copy to restore again), so a fixed gap past `last` is not
+    /// enough: the floor also never falls below 1,024 per millisecond since 1970, so two
+    /// files made at different moments start apart by more than either can number in
+    /// between (creates run at a few per millisecond). Still below 2^53 until about 2248.
+    static func numberFloor(past last: Int64) -> Int64 {
+        let milliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+        return max(last + adoptionNumberGap, milliseconds * 1024)
+    }
 
     /// Clears the removed mark and folds the WAL into the file, so the one file is the
     /// whole layer: a layer about to be adopted back into the catalog (restored from
     /// quarantine, or found holding pending changes with no row).
     ///
-    /// Its next changes are numbered ``adoptionNumberGap`` past its last number: another
-    /// file may have gone on under the same client id meanwhile (a repair's replacement
-    /// keeps the id and numbers past the old file), and a number it used, given again
-    /// here, would be answered with that change's verdict. The changes it holds keep their
-    /// numbers, so sent again they get their first verdicts.
+    /// Its next changes are numbered from ``numberFloor(past:)``: another file may have
+    /// gone on under the same client id meanwhile (a repair's replacement keeps the id and
+    /// numbers past the old file), and a number it used, given again here, would be
+    /// answered with that change's verdict. The changes it holds keep their numbers, so
+    /// sent again they get their first verdicts.
     func prepareForAdoption() throws(StoreError) {
         do {
             try queue.write { db in
                 try db.execute(sql: "UPDATE meta SET removed = 0")
+                let last = try Int64.fetchOne(db, sql: LayerDatabase.lastChangeNumber) ?? 0
                 try db.execute(
-                    sql: "UPDATE meta SET changeNumberFloor = (\(LayerDatabase.lastChangeNumber)) + ?",
-                    arguments: [LayerDatabase.adoptionNumberGap])
+                    sql: "UPDATE meta SET changeNumberFloor = ?", arguments: [LayerDatabase.numberFloor(past: last)])
             }
             _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {

@@ -24,7 +24,10 @@ public final class LayerDatabase: Sendable {
     let path: String
     private let hooks: LayerHooks
 
-    init(path: String, key: String, hooks: LayerHooks = LayerHooks())
+    /// Opens the layer file at `path`, upgrading a file of an older format in place.
+    /// `isCopy`: the file is a copy (of a quarantined layer), upgraded even when damaged,
+    /// to read what can be read; an original that is damaged is left as it is (corrupt).
+    init(path: String, key: String, hooks: LayerHooks = LayerHooks(), isCopy: Bool = false)
         throws(StoreError)
     {
         self.path = path
@@ -47,7 +50,7 @@ public final class LayerDatabase: Sendable {
                 guard try queue.read({ try migrator.appliedIdentifiers($0).contains("layer-v1") }) else {
                     throw StoreError.corruptLayer(key: key, reason: "the layer schema is incomplete")
                 }
-                try queue.writeWithoutTransaction { db in try LayerMigrations.upgrade(db) }
+                try queue.writeWithoutTransaction { db in try LayerMigrations.upgrade(db, checkingFirst: !isCopy) }
             }
         } catch {
             throw LayerDatabase.map(error, key: key)

@@ -98,17 +98,22 @@ enum LayerMigrations {
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
     ///
-    /// A damaged file is not upgraded (it is reported corrupt): writing into it could lose
-    /// what a salvage, which reads either format, would still find.
-    static func upgrade(_ db: Database) throws {
+    /// With `checkingFirst`, a damaged file is not upgraded (it is reported corrupt):
+    /// writing into it could lose what a salvage, which reads either format, would still
+    /// find. A copy is upgraded whatever its state.
+    static func upgrade(_ db: Database, checkingFirst: Bool = true) throws {
         try db.inTransaction(.immediate) {
-            let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
-            guard check == ["ok"] else {
-                throw DatabaseError(
-                    resultCode: .SQLITE_CORRUPT,
-                    message: "not upgraded, the file is damaged: " + check.prefix(3).joined(separator: "; "))
-            }
             let applied = try migrator.appliedIdentifiers(db)
+            // Another process may have upgraded it since this one looked.
+            if migrator.migrations.allSatisfy(applied.contains) { return .commit }
+            if checkingFirst {
+                let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
+                guard check == ["ok"] else {
+                    throw DatabaseError(
+                        resultCode: .SQLITE_CORRUPT,
+                        message: "not upgraded, the file is damaged: " + check.prefix(3).joined(separator: "; "))
+                }
+            }
             if !applied.contains("layer-v2") {
                 try addSyncIdentity(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v2')")

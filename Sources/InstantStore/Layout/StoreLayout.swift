@@ -118,23 +118,41 @@ public struct StoreLayout: Sendable, Equatable {
         return lock
     }
 
-    /// How long ``upgradeLock(_:)`` tries before it gives up.
-    static let upgradeWait: TimeInterval = 1
+    /// How long ``upgradeLock(_:unlessNoLongerNeeded:)`` waits for other handles to let go
+    /// before it gives up.
+    static let upgradeWait = Duration.seconds(1)
 
-    /// Turns a shared hold of `store.lock` exclusive, trying for ``upgradeWait`` (one
-    /// second), never blocking: two handles waiting for each other would never get it.
+    /// Turns a shared hold of `store.lock` exclusive, for work that needs the store to
+    /// itself (a catalog rebuild or swap). Returns false, holding it shared again, when
+    /// `stillNeeded` says another process has done the work meanwhile.
     ///
-    /// Not at once: another handle may let go a moment later. A process that forks a child
-    /// (to exec a tool) while it has the store open shares its lock with the child until
-    /// the exec closes the descriptor, so a store that was just closed can look held for a
-    /// moment.
-    func upgradeLock(_ lock: POSIXFile) throws(StoreError) {
-        let deadline = Date().addingTimeInterval(Self.upgradeWait)
-        while try !lock.lock(LOCK_EX) {
-            if Date() > deadline {
-                throw .busy(
-                    path: rootPath
-                        + " (other processes have the store open while its catalog needs rebuilding; stop them first)")
+    /// Never blocks on the lock (two handles waiting for each other would never get it):
+    /// it tries again every 20 ms, for ``upgradeWait`` while other handles merely have the
+    /// store open (a process that forks a child while it has the store open shares its
+    /// lock with the child until the exec closes the descriptor, so a store just closed
+    /// can look held for a moment), and for up to 30 seconds, as ``lockStore(exclusive:)``
+    /// does, while another process holds it exclusively (rebuilding). A failed conversion
+    /// may drop the shared hold (Linux's does): it is taken back before `stillNeeded` is
+    /// asked, so the answer is not a guess about a catalog being swapped.
+    func upgradeLock(
+        _ lock: POSIXFile, unlessNoLongerNeeded stillNeeded: () throws(StoreError) -> Bool = { true }
+    ) throws(StoreError) -> Bool {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var othersMerelyOpenSince = start
+        while true {
+            if try lock.lock(LOCK_EX) { return true }
+            if try lock.lock(LOCK_SH) {
+                if try !stillNeeded() { return false }
+                if clock.now - othersMerelyOpenSince > Self.upgradeWait {
+                    throw .busy(
+                        path: rootPath
+                            + " (other processes have the store open while its catalog needs rebuilding; stop them first)"
+                    )
+                }
+            } else {
+                othersMerelyOpenSince = clock.now
+                if clock.now - start > .seconds(30) { throw .busy(path: rootPath + " (its catalog is being rebuilt)") }
             }
             usleep(20_000)
         }

@@ -38,7 +38,7 @@ extension InstantStore {
         do {
             let lock = try layout.lockStore(exclusive: false)
             defer { lock.close() }
-            try layout.upgradeLock(lock)
+            _ = try layout.upgradeLock(lock)
             try CatalogRebuild.finishInstall(layout)
             report = try CatalogRebuild.rebuild(layout)
         }

@@ -128,7 +128,7 @@ extension InstantStore {
     public func openQuarantinedLayer(named name: String) throws(StoreError) -> QuarantinedLayer {
         let staging = try stageQuarantinedCopy(name)
         do {
-            let database = try LayerDatabase(path: staging.path, key: staging.key)
+            let database = try LayerDatabase(path: staging.path, key: staging.key, isCopy: true)
             return QuarantinedLayer(database: database, metadata: try database.metadata(), staging: staging)
         } catch {
             staging.cleanUp()
@@ -148,7 +148,7 @@ extension InstantStore {
         let metadata: LayerMetadata
         let summary: LayerSummary
         do {
-            let database = try LayerDatabase(path: staging.path, key: staging.key)
+            let database = try LayerDatabase(path: staging.path, key: staging.key, isCopy: true)
             defer { database.close() }
             metadata = try database.metadata()
             try database.prepareForAdoption()

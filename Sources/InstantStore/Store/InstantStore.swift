@@ -47,10 +47,17 @@ public final class InstantStore: Sendable {
             // A swap to finish, or a catalog to rebuild (missing, or never written while
             // PDFs or layers exist: an empty catalog would make every file look like
             // garbage). Only with the store to itself.
-            try layout.upgradeLock(lock)
-            try CatalogRebuild.finishInstall(layout)
-            if try layout.needsRebuild() { _ = try CatalogRebuild.rebuild(layout) }
-            try layout.downgradeLock(lock)
+            let layout = layout
+            let alone = try layout.upgradeLock(lock) { () throws(StoreError) -> Bool in
+                // Another process opening the store at the same moment may have done it.
+                if FileSystem.exists(layout.rebuiltCatalogPath) { return true }
+                return try layout.needsRebuild()
+            }
+            if alone {
+                try CatalogRebuild.finishInstall(layout)
+                if try layout.needsRebuild() { _ = try CatalogRebuild.rebuild(layout) }
+                try layout.downgradeLock(lock)
+            }
         }
         catalog = try Catalog(path: layout.catalogPath)
         if role == .origin {

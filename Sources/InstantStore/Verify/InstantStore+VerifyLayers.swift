@@ -139,7 +139,9 @@ extension InstantStore {
                     clientID = try? old.metadata().clientID
                     let taken = try old.takePendingChangesAndMarkRemoved()
                     salvaged = taken.changes
-                    numberAfter = taken.lastNumber
+                    // Past the last number, and more: a file without the numbering
+                    // trigger (found by verify) may have used numbers past its floor.
+                    numberAfter = LayerDatabase.numberFloor(past: taken.lastNumber)
                 } catch {
                     // Too damaged to lock and mark: read what can be read. A writer still
                     // holding it writes into the file that goes to quarantine, not to
@@ -149,12 +151,12 @@ extension InstantStore {
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
                     if salvaged != nil { clientID = LayerDatabase.salvageClientID(path: oldPath) }
                     // New numbers start far past them, so none can be one already used.
-                    numberAfter = (salvaged?.map(\.sequence).max() ?? 0) + (1 << 20)
+                    numberAfter = LayerDatabase.numberFloor(past: salvaged?.map(\.sequence).max() ?? 0)
                 }
                 if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
-            // The new file numbers its changes past the old file's last number (far past the
-            // salvaged ones when it could only be read). Under the old client id, a number
+            // The new file numbers its changes far past the old file's last number (or the
+            // salvaged ones', when it could only be read). Under the old client id, a number
             // the old file had already used (its changes all acknowledged, or unreadable)
             // would be answered with that change's verdict, and the new change taken as
             // done: lost. Without changes to carry, nothing needs the old id, so the layer
