@@ -132,26 +132,7 @@ import Testing
     /// it is, and its changes salvaged from the older table.
     @Test func aDamagedFileOfTheSecondFormatIsNotUpgradedButSalvaged() throws {
         let scratch = try Scratch()
-        let (_, path) = try closedLayer(scratch, changes: 1)
-        try rewrite(path) { db in
-            try downgradeToTheSecondFormat(db, lastNumber: 1)
-            // Many pages of records after the changes: damaging one in the middle spares
-            // the changes and everything the upgrade reads or writes.
-            for record in manyPageSnapshot("x") {
-                try db.execute(
-                    sql: "INSERT INTO record (annotationId, content, serverRevision) VALUES (?, ?, 1)",
-                    arguments: [Data(record.id.utf8), record.content])
-            }
-        }
-        // Table by table in schema order: the records' pages fill the middle of the file.
-        let queue = try DatabaseQueue(path: path)
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "VACUUM") }
-        try queue.close()
-        let pages = try #require(try FileSystem.fileSize(path)) / 4096
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: UInt64(pages / 2 * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        let (_, path) = try damagedLayerOfTheSecondFormat(scratch)
         let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
 
         #expect {
@@ -168,6 +149,21 @@ import Testing
         #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
         let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try fresh.pendingChanges().map(\.annotationID) == ["n0"])
+    }
+
+    /// A quarantined copy is upgraded even when damaged (the quarantined file stays as it
+    /// is): its changes can still be exported.
+    @Test func aDamagedQuarantinedFileOfTheSecondFormatCanBeExported() throws {
+        let scratch = try Scratch()
+        let (key, path) = try damagedLayerOfTheSecondFormat(scratch)
+        let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: key)))
+        try dropLayerRow(scratch.store, key: key)
+        let copy = try scratch.store.openQuarantinedLayer(named: name)
+        #expect(try copy.database.pendingChanges().map(\.annotationID) == ["n0"])
+        copy.close()
+        let quarantined = scratch.root.appendingPathComponent("quarantine/" + name)
+        #expect(try Data(contentsOf: quarantined) == damaged)
     }
 
     /// The trigger that raises the floor is part of a sound layer: a file without it is
@@ -216,6 +212,31 @@ func downgradeToTheSecondFormat(_ db: Database, lastNumber: Int64) throws {
     try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'pendingChange'")
     try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)", arguments: [lastNumber])
     try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v3'")
+}
+
+/// A closed layer file of the second format holding one change ("n0") and 400 records,
+/// one page of which, in the middle of the file, is overwritten: `quick_check` fails,
+/// the change stays readable.
+private func damagedLayerOfTheSecondFormat(_ scratch: Scratch) throws -> (key: String, path: String) {
+    let (key, path) = try closedLayer(scratch, changes: 1)
+    try rewrite(path) { db in
+        try downgradeToTheSecondFormat(db, lastNumber: 1)
+        for record in manyPageSnapshot("x") {
+            try db.execute(
+                sql: "INSERT INTO record (annotationId, content, serverRevision) VALUES (?, ?, 1)",
+                arguments: [Data(record.id.utf8), record.content])
+        }
+    }
+    // Table by table in schema order: the records' pages fill the middle of the file.
+    let queue = try DatabaseQueue(path: path)
+    try queue.writeWithoutTransaction { db in try db.execute(sql: "VACUUM") }
+    try queue.close()
+    let pages = try #require(try FileSystem.fileSize(path)) / 4096
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    try handle.seek(toOffset: UInt64(pages / 2 * 4096))
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+    try handle.close()
+    return (key, path)
 }
 
 /// A closed layer file of document "d" holding `count` pending changes, numbered 1 to `count`.
