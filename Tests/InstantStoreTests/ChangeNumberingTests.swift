@@ -152,8 +152,9 @@ import Testing
     }
 
     /// A quarantined copy is upgraded even when damaged (the quarantined file stays as it
-    /// is): its changes can still be exported.
-    @Test func aDamagedQuarantinedFileOfTheSecondFormatCanBeExported() throws {
+    /// is): its changes can still be exported. It is not restored: that would adopt the
+    /// upgraded copy and delete the original.
+    @Test func aDamagedQuarantinedFileOfTheSecondFormatCanBeExportedButNotRestored() throws {
         let scratch = try Scratch()
         let (key, path) = try damagedLayerOfTheSecondFormat(scratch)
         let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -162,6 +163,7 @@ import Testing
         let copy = try scratch.store.openQuarantinedLayer(named: name)
         #expect(try copy.database.pendingChanges().map(\.annotationID) == ["n0"])
         copy.close()
+        #expect(throws: StoreError.self) { try scratch.store.restoreQuarantinedLayer(named: name) }
         let quarantined = scratch.root.appendingPathComponent("quarantine/" + name)
         #expect(try Data(contentsOf: quarantined) == damaged)
     }

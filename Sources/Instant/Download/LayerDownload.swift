@@ -34,12 +34,19 @@ struct LayerDownload {
 
     func run() async throws -> InstantDownloadReport {
         var attempt = 1
+        var earlierBytes: Int64 = 0
         while true {
             do {
-                return try await runOnce()
+                var report = try await runOnce()
+                report.pdfBytesTransferred += earlierBytes
+                return report
             } catch let removed as PDFRemovedMeanwhile {
+                earlierBytes += removed.bytes
                 // The document had no layer yet, so its PDF was an unreferenced cache entry.
+                // A removal by this app (removeLocalStorage(forDocumentIdentifier:)) also
+                // cancels the download: that is not fetched again.
                 guard attempt < Self.attemptsWhenPDFRemoved else { throw InstantError(removed.error) }
+                try Task.checkCancellation()
                 attempt += 1
             }
         }
@@ -48,6 +55,8 @@ struct LayerDownload {
     /// The PDF this download stored was removed before the layer's commit.
     private struct PDFRemovedMeanwhile: Error {
         let error: StoreError
+        /// PDF bytes this attempt moved.
+        let bytes: Int64
     }
 
     private func runOnce() async throws -> InstantDownloadReport {
@@ -68,7 +77,8 @@ struct LayerDownload {
         } catch .layerAlreadyExists {
             throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
         } catch .documentHasNoPDF(let tenant, let document) {
-            throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
+            throw PDFRemovedMeanwhile(
+                error: .documentHasNoPDF(tenant: tenant, document: document), bytes: transferred)
         }
         progress.completedUnitCount = progress.totalUnitCount
         return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: layerFile.annotationCount)

@@ -97,8 +97,10 @@ extension LayerDatabase {
     /// files made at different moments start apart by more than either can number in
     /// between (creates run at a few per millisecond). Still below 2^53 until about 2248.
     static func numberFloor(past last: Int64) -> Int64 {
-        let milliseconds = Int64(Date().timeIntervalSince1970 * 1000)
-        return max(last + adoptionNumberGap, milliseconds * 1024)
+        let milliseconds = Int64(max(0, Date().timeIntervalSince1970) * 1000)
+        // A number read from a damaged file may be anything: never trap on it.
+        let (past, overflow) = last.addingReportingOverflow(adoptionNumberGap)
+        return max(overflow ? Int64.max / 2 : past, milliseconds * 1024)
     }
 
     /// Clears the removed mark and folds the WAL into the file, so the one file is the

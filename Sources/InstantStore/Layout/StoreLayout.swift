@@ -158,8 +158,16 @@ public struct StoreLayout: Sendable, Equatable {
         }
     }
 
+    /// Turns the exclusive hold back into a shared one. The conversion may drop the lock
+    /// before taking the new one (flock's conversions are not atomic), and a process
+    /// waiting to rebuild may slip in: then this waits for a shared hold, as
+    /// ``lockStore(exclusive:)`` does, rather than carry on holding nothing.
     func downgradeLock(_ lock: POSIXFile) throws(StoreError) {
-        _ = try lock.lock(LOCK_SH)
+        let deadline = Date().addingTimeInterval(30)
+        while try !lock.lock(LOCK_SH) {
+            if Date() > deadline { throw .busy(path: rootPath + " (its catalog is being rebuilt)") }
+            usleep(20_000)
+        }
     }
 
     /// Whether the catalog is missing, or a file no migration ever wrote to (empty, or a

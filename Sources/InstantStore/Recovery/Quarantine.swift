@@ -148,7 +148,9 @@ extension InstantStore {
         let metadata: LayerMetadata
         let summary: LayerSummary
         do {
-            let database = try LayerDatabase(path: staging.path, key: staging.key, isCopy: true)
+            // Not as a copy: a damaged file of an older format is refused (and kept) rather
+            // than upgraded, adopted and its original deleted.
+            let database = try LayerDatabase(path: staging.path, key: staging.key, isCopy: false)
             defer { database.close() }
             metadata = try database.metadata()
             try database.prepareForAdoption()
