@@ -115,10 +115,10 @@ extension LayerDatabase {
     func prepareForAdoption() throws(StoreError) {
         do {
             try queue.write { db in
-                try db.execute(sql: "UPDATE meta SET removed = 0")
                 let last = try Int64.fetchOne(db, sql: LayerDatabase.lastChangeNumber) ?? 0
                 try db.execute(
-                    sql: "UPDATE meta SET changeNumberFloor = ?", arguments: [LayerDatabase.numberFloor(past: last)])
+                    sql: "UPDATE meta SET removed = 0, changeNumberFloor = ?",
+                    arguments: [LayerDatabase.numberFloor(past: last)])
             }
             _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         } catch {

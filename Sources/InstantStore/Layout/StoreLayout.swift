@@ -104,6 +104,13 @@ public struct StoreLayout: Sendable, Equatable {
     /// seconds, then throws ``StoreError/busy(path:)``. Close the file to release it.
     func lockStore(exclusive: Bool) throws(StoreError) -> POSIXFile {
         let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDWR | O_CREAT)
+        try waitForLock(lock, exclusive: exclusive)
+        return lock
+    }
+
+    /// Takes `lock` shared or exclusive, trying every 50 ms for up to 30 seconds, then
+    /// throws ``StoreError/busy(path:)``.
+    private func waitForLock(_ lock: POSIXFile, exclusive: Bool) throws(StoreError) {
         let deadline = Date().addingTimeInterval(30)
         while try !lock.lock(exclusive ? LOCK_EX : LOCK_SH) {
             if Date() > deadline {
@@ -115,7 +122,6 @@ public struct StoreLayout: Sendable, Equatable {
             }
             usleep(50_000)
         }
-        return lock
     }
 
     /// How long ``upgradeLock(_:unlessNoLongerNeeded:)`` waits for other handles to let go
@@ -163,11 +169,7 @@ public struct StoreLayout: Sendable, Equatable {
     /// waiting to rebuild may slip in: then this waits for a shared hold, as
     /// ``lockStore(exclusive:)`` does, rather than carry on holding nothing.
     func downgradeLock(_ lock: POSIXFile) throws(StoreError) {
-        let deadline = Date().addingTimeInterval(30)
-        while try !lock.lock(LOCK_SH) {
-            if Date() > deadline { throw .busy(path: rootPath + " (its catalog is being rebuilt)") }
-            usleep(20_000)
-        }
+        try waitForLock(lock, exclusive: false)
     }
 
     /// Whether the catalog is missing, or a file no migration ever wrote to (empty, or a

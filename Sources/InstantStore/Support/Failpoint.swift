@@ -35,8 +35,8 @@ public enum Failpoint {
         switch action {
         case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
         case "eio": throw .io(operation: name, path: path, errno: EIO)
-        case let wait where wait.hasPrefix("wait:"):
-            let signal = String(wait.dropFirst("wait:".count))
+        case let wait where wait.hasPrefix(waitAction):
+            let signal = String(wait.dropFirst(waitAction.count))
             FileManager.default.createFile(atPath: signal + ".reached", contents: nil)
             let deadline = Date().addingTimeInterval(60)
             while FileManager.default.fileExists(atPath: signal) && Date() < deadline { usleep(10_000) }
@@ -45,6 +45,9 @@ public enum Failpoint {
             while true { pause() }
         }
     }
+
+    /// `wait:PATH`'s prefix.
+    private static let waitAction = "wait:"
 
     private static func action(for name: String) -> String? {
         rules.withLock { rules in
@@ -66,7 +69,9 @@ public enum Failpoint {
             guard let name = parts.first, !name.isEmpty else { return nil }
             guard parts.count > 1 else { return (name, "kill") }
             // `wait:` keeps its path as written.
-            if parts[1].lowercased().hasPrefix("wait:") { return (name, "wait:" + parts[1].dropFirst(5)) }
+            if parts[1].lowercased().hasPrefix(waitAction) {
+                return (name, waitAction + parts[1].dropFirst(waitAction.count))
+            }
             return (name, parts[1].lowercased())
         }
     }
