@@ -52,7 +52,7 @@ import Testing
     @Test func aBrokenTransferResumesWhereItStopped() async throws {
         try await ClientHarness.with { h in
             // No intact copy: the probe (304) and then the transfer, cut in the middle.
-            let (moved, stored) = try await downloadCutAfterAMillion(h)
+            let (moved, stored) = try await downloadCut(h)
             #expect(moved >= Self.pdfSize)
             // A restart from zero would move the million bytes before the cut plus the whole
             // PDF again. (Bytes in flight when the connection broke, in socket and NIO
@@ -66,24 +66,24 @@ import Testing
     /// is asked again, with the retry policy's waits: the transfer still resumes.
     @Test func aResumeWaitsForAServerThatIsRestarting() async throws {
         try await ClientHarness.with { h in
-            let (moved, _) = try await downloadCutAfterAMillion(h) { $0.refuseConnectionsAfterNextCut(3) }
+            let (moved, _) = try await downloadCut(h) { $0.refuseConnectionsAfterNextCut(3) }
             #expect(h.proxy.connectionsRefusedAfterCut == 3)
             #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "resumed, not restarted")
         }
     }
 
-    /// Downloads a PDF of ``pdfSize`` whose transfer the proxy cuts after a million bytes
-    /// (`faults` sets more), and returns the bytes that came from the server and the
-    /// stored PDF (checked whole, and the store verified).
-    private func downloadCutAfterAMillion(_ h: ClientHarness, faults: (FaultProxy) -> Void = { _ in })
-        async throws -> (moved: Int, stored: StoredPDF)
-    {
-        let pdf = incompressiblePDF(Self.pdfSize)
+    /// Downloads `pdf` (by default incompressible, of ``pdfSize``) with its transfer cut
+    /// by the proxy after `cut` bytes (`faults` sets more), and returns the bytes that
+    /// came from the server and the stored PDF (checked whole, and the store verified).
+    private func downloadCut(
+        _ h: ClientHarness, _ pdf: Data = incompressiblePDF(pdfSize), after cut: Int = 1_000_000,
+        faults: (FaultProxy) -> Void = { _ in }
+    ) async throws -> (moved: Int, stored: StoredPDF) {
         try await h.server.upload("doc", pdf)
         let client = try h.client()
         let token = try await h.jwt("doc")
         let descriptor = try client.documentDescriptor(forJWT: token)
-        h.proxy.cutNextResponse(after: 1_000_000)
+        h.proxy.cutNextResponse(after: cut)
         faults(h.proxy)
         let before = h.proxy.bytesFromServer
         try await descriptor.download(usingJWT: token).result()
@@ -116,16 +116,7 @@ import Testing
     /// it reached (`aBrokenTransferResumesWhereItStopped`).
     @Test func aBrokenSmallFrameIsAskedForAgainWhole() async throws {
         try await ClientHarness.with { h in
-            let pdf = samplePDF(Self.pdfSize)
-            try await h.server.upload("doc", pdf)
-            let client = try h.client()
-            let token = try await h.jwt("doc")
-            let descriptor = try client.documentDescriptor(forJWT: token)
-            h.proxy.cutNextResponse(after: 100_000)
-            let before = h.proxy.bytesFromServer
-            try await descriptor.download(usingJWT: token).result()
-            let moved = h.proxy.bytesFromServer - before
-            let stored = try h.expectStoredPDF("doc", pdf)
+            let (moved, stored) = try await downloadCut(h, samplePDF(Self.pdfSize), after: 100_000)
             #expect(moved > 100_000, "the cut happened in the frame")
             #expect(moved < 100_000 + Int(stored.storedSize) + 20_000, "the frame again, not the rest of the PDF")
         }
