@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Crypto
 import Testing
 
 @testable import InstantStore
@@ -120,6 +121,52 @@ import Testing
             }
         }
         #expect(tmpEntries(scratch).isEmpty, "the refused stage removed its file once released")
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    // MARK: A download's commit: the PDF and its layer at once
+
+    private func beginIngest(_ scratch: Scratch, _ bytes: Data) throws -> (PDFIngest, BlobHash) {
+        let hex = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let hash = try #require(BlobHash(hex: hex))
+        let ingest = try scratch.store.beginPDFIngest(expectedSize: Int64(bytes.count), expectedHash: hash)
+        try bytes.withUnsafeBytes { try ingest.append($0) }
+        return (ingest, hash)
+    }
+
+    @Test func aPDFCommittedWithItsLayerAppearsWithIt() async throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let (ingest, hash) = try beginIngest(scratch, samplePDF(seed: 3))
+        let staged = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: hash)
+        #expect(try scratch.store.localDescriptor(tenant: Scratch.tenant, document: "d", layer: "x") == nil)
+        let stored = try await ingest.commit(with: staged)
+        #expect(stored.sha256 == hash && !stored.deduplicated)
+        #expect(try scratch.store.localDescriptor(tenant: Scratch.tenant, document: "d", layer: "x") != nil)
+        #expect(try scratch.store.intactPDF(tenant: Scratch.tenant, document: "d")?.sha256 == hash)
+        #expect(tmpEntries(scratch).isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// Another process stored the layer meanwhile: the commit is refused whole, so the PDF
+    /// is not the document's either, and neither file is left anywhere.
+    @Test func aPDFCommittedWithALayerStoredMeanwhileLeavesNothing() async throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let first = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: nil)
+        try scratch.store.commitLayer(first)
+        let (ingest, hash) = try beginIngest(scratch, samplePDF(seed: 4))
+        do {
+            let staged = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: hash)
+            await #expect {
+                try await ingest.commit(with: staged)
+            } throws: { error in
+                if case .layerAlreadyExists = error as? StoreError { true } else { false }
+            }
+        }
+        #expect(try scratch.store.intactPDF(tenant: Scratch.tenant, document: "d") == nil)
+        #expect(scratch.files(in: "blobs").isEmpty, "\(scratch.files(in: "blobs"))")
+        #expect(tmpEntries(scratch).isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 }

@@ -63,8 +63,9 @@ import Testing
         }
     }
 
-    /// What a download killed at a step leaves: downloading again completes it, and the
-    /// store verifies clean once repair has swept what the dead process left (orphans,
+    /// What a download killed at a step leaves: nothing the catalog names (the PDF and its
+    /// layer are committed together or not at all), downloading again completes it, and
+    /// the store verifies clean once repair has swept what the dead process left (orphans,
     /// dead temp files), never anything that held data.
     @Test(arguments: [
         "blob.beforeCommit", "blob.afterRename", "download.afterPDF", "download.afterSnapshot", "layer.afterRename",
@@ -81,6 +82,7 @@ import Testing
             let leftovers = try store.verify(VerifyOptions(deep: true)).remaining
             let harmless: Set<Problem.Kind> = [.orphanFile, .deadTempFile, .pendingTombstone]
             #expect(leftovers.allSatisfy { harmless.contains($0.kind) }, "\(leftovers)")
+            #expect(try store.cacheEntries().isEmpty, "a PDF committed without its layer")
 
             try await fixture.expectOK("download")
             try await fixture.expectOK("add", "mine", "1")
@@ -204,13 +206,24 @@ struct WorkerFixture {
         }
     }
 
-    /// A prune in another process between a download's PDF commit and its layer's finds
-    /// the PDF unreferenced (the document has no layer yet) and removes it: the download
-    /// starts over and completes. Found by the test below, which failed once in CI.
+    /// A download whose PDF the store holds already (here: its own, kept when its layer
+    /// was removed) commits the layer alone. A prune in another process before that
+    /// commit finds the PDF unreferenced (the document has no layer) and removes it: the
+    /// download starts over, fetches the PDF and completes. Found by the test below, which
+    /// failed once in CI. (A PDF that comes over the network is committed with its layer,
+    /// in one transaction: no prune falls between.)
     @Test func aDownloadWhosePDFIsPrunedMeanwhileStartsOverAndCompletes() async throws {
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
             defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            let tenant = try TenantURL(server.base)
+            do {
+                let store = try InstantStore(root: fixture.root)
+                defer { store.close() }
+                _ = try store.removeLayer(tenant: tenant, document: "doc", layer: "L")
+                #expect(try store.intactPDF(tenant: tenant, document: "doc") != nil, "the PDF stays")
+            }
             let signal = FileManager.default.temporaryDirectory.appendingPathComponent("hold-\(UUID())").path
             FileManager.default.createFile(atPath: signal, contents: nil)
             defer { for path in [signal, signal + ".reached"] { try? FileManager.default.removeItem(atPath: path) } }
@@ -230,9 +243,9 @@ struct WorkerFixture {
             try FileManager.default.removeItem(atPath: signal)
             let ending = try await download.exit(within: .seconds(60))
             #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
+            #expect(!download.standardOutput.contains("pdf-bytes=0"), "the PDF was fetched again")
             let store = try InstantStore(root: fixture.root)
             defer { store.close() }
-            let tenant = try TenantURL(server.base)
             #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
             #expect(try store.verify(VerifyOptions(deep: true)).isClean)
         }

@@ -28,21 +28,18 @@ struct LayerDownload {
     /// answer (restarting, say), with the retry policy's waits, before the download fails.
     var maxReconnects = 8
 
-    /// How many times a download starts over when its PDF is removed (by a prune in
-    /// another process) between the PDF's commit and the layer's.
+    /// How many times a download starts over when the PDF the store held for it is
+    /// removed (by a prune in another process) before the layer's commit. (A PDF that
+    /// comes over the network is committed with the layer, in one transaction.)
     static let attemptsWhenPDFRemoved = 3
 
     func run() async throws -> InstantDownloadReport {
         var attempt = 1
-        var earlierBytes: Int64 = 0
         while true {
             do {
-                var report = try await runOnce()
-                report.pdfBytesTransferred += earlierBytes
-                return report
+                return try await runOnce()
             } catch let removed as PDFRemovedMeanwhile {
-                earlierBytes += removed.bytes
-                // The document had no layer yet, so its PDF was an unreferenced cache entry.
+                // The document had no layer, so its PDF was an unreferenced cache entry.
                 // A removal by this app (removeLocalStorage(forDocumentIdentifier:)) also
                 // cancels the download: that is not fetched again.
                 guard attempt < Self.attemptsWhenPDFRemoved else { throw InstantError(removed.error) }
@@ -52,12 +49,14 @@ struct LayerDownload {
         }
     }
 
-    /// The PDF this download stored was removed before the layer's commit.
+    /// The PDF the store held for this download (its own, or another document's it
+    /// attached) was removed before the layer's commit.
     private struct PDFRemovedMeanwhile: Error {
         let error: StoreError
-        /// PDF bytes this attempt moved.
-        let bytes: Int64
     }
+
+    /// The layer file being written while the PDF comes, and how many annotations it holds.
+    typealias LayerStage = Task<(staged: StagedLayer, annotationCount: Int), any Error>
 
     private func runOnce() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
@@ -65,23 +64,56 @@ struct LayerDownload {
         let snapshotTask = Task { try await fetchSnapshot() }
         defer { snapshotTask.cancel() }
         let pdf = try await startPDF()
-        async let staged = stage(try await Self.value(of: snapshotTask), pdf: pdf.hash)
-        let transferred = try await finishPDF(pdf)
-        try Failpoint.check("download.afterPDF")
-        try Task.checkCancellation()
-        let layerFile = try await staged
-        try Failpoint.check("download.afterSnapshot")
-        try Task.checkCancellation()
+        let layerStage: LayerStage = Task { try stage(try await Self.value(of: snapshotTask), pdf: pdf.hash) }
+        let transferred: Int64
         do {
-            try store.commitLayer(layerFile.staged, requiringPDF: true)
-        } catch .layerAlreadyExists {
-            throw InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
-        } catch .documentHasNoPDF(let tenant, let document) {
-            throw PDFRemovedMeanwhile(
-                error: .documentHasNoPDF(tenant: tenant, document: document), bytes: transferred)
+            transferred = try await finish(pdf, layerStage: layerStage)
+        } catch {
+            // Waited for, so that a layer file it wrote is removed before the failure is
+            // reported.
+            layerStage.cancel()
+            _ = await layerStage.result
+            throw error
         }
         progress.completedUnitCount = progress.totalUnitCount
-        return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: layerFile.annotationCount)
+        return InstantDownloadReport(
+            pdfBytesTransferred: transferred, annotationCount: try await layerStage.value.annotationCount)
+    }
+
+    /// Commits the layer with its PDF, once both are in; returns the PDF bytes moved.
+    private func finish(_ pdf: PDFStart, layerStage: LayerStage) async throws -> Int64 {
+        switch pdf {
+        case .stored:
+            // The PDF is in the store already: the layer alone is committed, and only if
+            // the PDF is still there then.
+            let layerFile = try await stagedLayer(layerStage)
+            do {
+                try store.commitLayer(layerFile.staged, requiringPDF: true)
+            } catch .layerAlreadyExists {
+                throw Self.downloadedMeanwhile
+            } catch .documentHasNoPDF(let tenant, let document) {
+                throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
+            }
+            return 0
+        case .coming(let response, _):
+            // The PDF and the layer are committed in one transaction, once the PDF is in.
+            return try await ingest(response, layer: layerStage)
+        }
+    }
+
+    private static var downloadedMeanwhile: InstantError {
+        InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
+    }
+
+    /// The staged layer, once the PDF is in (its bytes, or the store's copy): what the
+    /// commit waits for.
+    private func stagedLayer(_ layerStage: LayerStage) async throws -> (staged: StagedLayer, annotationCount: Int) {
+        try Failpoint.check("download.afterPDF")
+        try Task.checkCancellation()
+        let layerFile = try await Self.value(of: layerStage)
+        try Failpoint.check("download.afterSnapshot")
+        try Task.checkCancellation()
+        return layerFile
     }
 
     /// A task's value; cancelling the wait cancels the task (a failed PDF must not wait
@@ -114,15 +146,6 @@ struct LayerDownload {
             switch self {
             case .stored(let hash), .coming(_, let hash): hash
             }
-        }
-    }
-
-    /// Streams the PDF's body in, if one is coming; returns the PDF bytes moved (0 when
-    /// the store held them).
-    private func finishPDF(_ start: PDFStart) async throws -> Int64 {
-        switch start {
-        case .stored: 0
-        case .coming(let response, _): try await ingest(response)
         }
     }
 
@@ -182,9 +205,9 @@ struct LayerDownload {
     /// one (`Content-Encoding: zstd`), else the PDF's bytes. A transfer the network breaks
     /// resumes with `Range` from the PDF offset reached (a broken frame goes on as plain
     /// bytes: ranges are of the PDF). Returns the bytes that came over the network.
-    private func ingest(_ response: HTTPClientResponse, resumes: Int = 0, frameAllowed: Bool = true) async throws
-        -> Int64
-    {
+    private func ingest(
+        _ response: HTTPClientResponse, layer: LayerStage, resumes: Int = 0, frameAllowed: Bool = true
+    ) async throws -> Int64 {
         guard response.status == .ok else {
             throw InstantError(.invalidServerData, "the PDF download answered \(response.status.code)")
         }
@@ -229,7 +252,7 @@ struct LayerDownload {
                             throw InstantError(
                                 .invalidServerData, "the PDF changed on the server during the download: download again")
                         }
-                        return received + (try await self.ingest(again, resumes: resumes))
+                        return received + (try await self.ingest(again, layer: layer, resumes: resumes))
                     }
                     if ingest.isFrame {
                         length = try await ingest.continueWithPlainBytes()
@@ -250,14 +273,20 @@ struct LayerDownload {
                 received += Int64(buffer.readableBytes)
                 progress.completedUnitCount = taken
             }
-            _ = try await ingest.commit(tenant: tenant, document: document)
+            let layerFile = try await stagedLayer(layer)
+            do {
+                _ = try await ingest.commit(with: layerFile.staged)
+            } catch {
+                if case .layerAlreadyExists? = error as? StoreError { throw Self.downloadedMeanwhile }
+                throw error
+            }
         } catch {
             ingest.discard()
             if ingest.isFrame, (error as? StoreError)?.code == "compression_failure" {
                 // A frame the store cannot keep as it is (no content size or checksum in
                 // its header): ask for the plain PDF, which the store compresses itself.
                 let plain = try await requestPDF(from: nil, zstd: false, afterBreak: resumes, waitFirst: false)
-                return received + (try await self.ingest(plain, resumes: resumes, frameAllowed: false))
+                return received + (try await self.ingest(plain, layer: layer, resumes: resumes, frameAllowed: false))
             }
             throw error
         }

@@ -96,6 +96,24 @@ public final class PDFIngest: @unchecked Sendable {
     /// catalog transaction. On any error nothing is left behind.
     public func commit(tenant: TenantURL, document: String) async throws -> StoredPDF {
         try Identifier.validate(document, what: "document identifier")
+        return try await finish(tenant: tenant, document: document, layer: nil)
+    }
+
+    /// Checks the bytes (length, hash, frame) and makes the PDF the document's, and the
+    /// staged layer one of its layers, in one catalog transaction: a download's last step.
+    /// On any error nothing is left behind: not the PDF, not the layer.
+    ///
+    /// ```swift
+    /// let staged = try store.stageLayer(tenant: tenant, document: "report", layer: "", snapshot: records, pdf: etag)
+    /// let stored = try await ingest.commit(with: staged)
+    /// ```
+    ///
+    /// - Throws: `layerAlreadyExists` when another process stored the layer meanwhile.
+    public func commit(with layer: StagedLayer) async throws -> StoredPDF {
+        try await finish(tenant: layer.tenant, document: layer.document, layer: layer)
+    }
+
+    private func finish(tenant: TenantURL, document: String, layer: StagedLayer?) async throws -> StoredPDF {
         let (store, expectedHash) = (self.store, self.expectedHash)
         let handoff = Handoff(mode)
         // The last batch, the fsyncs and the catalog transaction block: they run off
@@ -106,7 +124,7 @@ public final class PDFIngest: @unchecked Sendable {
                 case .plain(let writer): try writer.finish(expectedHash: expectedHash)
                 case .frame(let writer): try writer.finish(expectedHash: expectedHash)
                 }
-            return try store.commit(staged, tenant: tenant, document: document)
+            return try store.commit(staged, tenant: tenant, document: document, layer: layer)
         }
     }
 

@@ -60,10 +60,17 @@ extension InstantStore {
     /// and no reader has flagged it, so an ingest of the right bytes heals a damaged copy
     /// (a flagged one goes to `quarantine/`) and clears the flags.
     ///
+    /// With `layer` (a download: the layer staged for `tenant`'s `document` while the PDF
+    /// arrived), the layer appears in the same transaction: the document is never in the
+    /// store with its new PDF and without the layer, so no prune can take the PDF between
+    /// the two, and the download pays for one synced commit.
+    ///
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
-    /// still holds: the file's fsync before the rename, the directory's before the commit.
-    func commit(_ staged: StagedBlob, tenant: TenantURL, document: String) throws(StoreError) -> StoredPDF {
+    /// still holds: the files' fsyncs before their renames, the directories' before the commit.
+    func commit(_ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil)
+        throws(StoreError) -> StoredPDF
+    {
         defer { staged.discard() }
         let hash = staged.hash
         let path = layout.blobPath(hash)
@@ -72,6 +79,7 @@ extension InstantStore {
         let compared = FileSystem.identity(path)
         let storedIsIntact = compared != nil && isIntactCopy(of: staged, at: path)
         try Failpoint.check("blob.beforeCommit")
+        if layer != nil { try Failpoint.check("layer.beforeCommit") }
         var claim: POSIXFile?
         defer {
             if let claim {
@@ -82,8 +90,9 @@ extension InstantStore {
         // Deferred durability in a cache: the blob file and its directory entry are synced
         // before the commit, so a power cut can only forget this ingest (an orphan,
         // downloaded again), never leave a reference to a missing file. A server's store
-        // holds originals nobody can download again: synced.
-        let durability: Catalog.Durability = isOrigin ? .synced : .deferred
+        // holds originals nobody can download again, and a layer may soon hold local
+        // changes: synced.
+        let durability: Catalog.Durability = isOrigin || layer != nil ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both.
@@ -101,6 +110,7 @@ extension InstantStore {
                             db.cachedStatement(
                                 sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)"),
                             arguments: [hash.hex]) ?? false
+                    if let layer { _ = try self.documentForNewLayer(layer, in: db) }
                 },
                 { () throws(any Error) in try staged.sync() })
             guard let documentRow, let documentID = documentRow.id else {
@@ -108,9 +118,11 @@ extension InstantStore {
             }
             let directory = (path as NSString).deletingLastPathComponent
             let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
+            // Directories whose new entries must be durable before the commit.
+            var directories: [String] = []
             if !intact {
                 // A new fan-out directory is synced into its parent beside the insert below.
-                let created = try FileSystem.makeDirectoryUnsynced(directory)
+                if try FileSystem.makeDirectoryUnsynced(directory) { directories.append(self.layout.blobsDirectory) }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
                 claim = try POSIXFile.createLocked(
@@ -122,12 +134,14 @@ extension InstantStore {
                 try Failpoint.check("blob.beforeRename")
                 try FileSystem.rename(staged.temporaryPath, path)
                 try Failpoint.check("blob.afterRename")
-                try Parallel.both(
-                    { () throws(StoreError) in try self.recordBlob(staged, in: db) },
-                    { () throws(StoreError) in
-                        try FileSystem.syncDirectory(directory)
-                        if created { try FileSystem.syncDirectory(self.layout.blobsDirectory) }
-                    })
+                directories.append(directory)
+            }
+            let layerPath = try layer.map { (layer) throws(StoreError) in try self.placeLayer(layer, pdf: hash) }
+            if layer != nil { directories.append(self.layout.layersDirectory) }
+            try Parallel.both(
+                { () throws(StoreError) in if !intact { try self.recordBlob(staged, in: db) } },
+                { () throws(StoreError) in try FileSystem.syncDirectories(directories) })
+            if !intact {
                 if flagged {
                     try db.execute(
                         sql: "UPDATE document SET corrupt = 0 WHERE blobSha256 = ? AND corrupt", arguments: [hash.hex])
@@ -139,10 +153,16 @@ extension InstantStore {
                 .execute(arguments: [hash.hex, Date(), documentID])
             let layerKeys = try String.fetchAll(
                 db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
+            if let layer, let layerPath { try self.recordLayer(layer, at: layerPath, documentID: documentID, in: db) }
             try Failpoint.check("blob.beforeCommitTransaction")
             return (intact, layerKeys)
         }
         try Failpoint.check("blob.afterCommit")
+        if let layer {
+            layer.cleanUp()
+            try Failpoint.check("layer.afterCommit")
+        }
+        // The layer committed with the PDF names it already; the document's others may not.
         try? recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)
     }

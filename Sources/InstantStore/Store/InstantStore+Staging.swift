@@ -37,6 +37,8 @@ extension InstantStore {
     /// Makes a staged layer appear in the catalog, in one transaction with its document's
     /// row: renamed into `layers/`, then recorded. Fails with `layerAlreadyExists` when
     /// another process stored the layer meanwhile. A staged layer is committed at most once.
+    /// (A download whose PDF arrives with the layer commits both at once: see
+    /// ``PDFIngest/commit(with:)``.)
     ///
     /// With `requiringPDF` (a download, whose PDF was stored just before), fails with
     /// `documentHasNoPDF` when the document or its PDF is no longer in the store (removed
@@ -44,42 +46,61 @@ extension InstantStore {
     /// without its PDF. Without it, a missing document is created, with no PDF.
     public func commitLayer(_ staged: StagedLayer, requiringPDF: Bool = false) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
-        let path = layout.layerPath(key: staged.key)
         try catalog.write { db in
             if requiringPDF {
                 guard let tenantID = try self.catalog.tenantID(staged.tenant, create: false, in: db),
                     try self.catalog.document(tenantID, staged.document, in: db)?.blobSha256 != nil
                 else { throw StoreError.documentHasNoPDF(tenant: staged.tenant.string, document: staged.document) }
             }
-            let now = Date()
-            var documentRow = try self.catalog.documentRow(staged.tenant, staged.document, in: db)
-            guard let documentID = documentRow.id else {
-                throw StoreError.noSuchDocument(tenant: staged.tenant.string, document: staged.document)
-            }
-            if try self.catalog.layer(documentID, staged.layer, in: db) != nil {
-                throw StoreError.layerAlreadyExists(document: staged.document, layer: staged.layer)
-            }
-            // The file names the PDF the document has now (another process may have
-            // replaced it while the file was written): rare, so corrected here.
-            let pdf = documentRow.blobSha256.flatMap { BlobHash(hex: $0) }
-            if pdf != staged.pdf { try LayerDatabase.restamp(at: staged.staging.path, key: staged.key, pdf: pdf) }
-            try staged.markCommitted()
-            try FileSystem.rename(staged.staging.path, path)
-            try Failpoint.check("layer.afterRename")
+            let document = try self.documentForNewLayer(staged, in: db)
+            let path = try self.placeLayer(staged, pdf: document.pdf)
             try FileSystem.syncDirectory(self.layout.layersDirectory)
-            var row = LayerRecord(
-                id: nil, documentId: documentID, name: staged.layer.storedBytes, key: staged.key,
-                userId: staged.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
-                annotationCount: Int64(staged.annotationCount), pendingCount: 0,
-                bytes: (try FileSystem.fileSize(path)) ?? 0)
-            try row.insert(db)
-            documentRow.layerCount += 1
-            documentRow.lastUsedAt = now
-            try documentRow.update(db)
-            try Failpoint.check("layer.afterInsert")
+            try self.recordLayer(staged, at: path, documentID: document.id, in: db)
         }
         staged.cleanUp()
         try Failpoint.check("layer.afterCommit")
+    }
+
+    // MARK: Steps of a layer's commit, inside the catalog transaction
+
+    /// The row of the staged layer's document (created when missing) and its PDF, once
+    /// sure the document has no layer of that name yet.
+    func documentForNewLayer(_ staged: StagedLayer, in db: Database) throws -> (id: Int64, pdf: BlobHash?) {
+        let documentRow = try catalog.documentRow(staged.tenant, staged.document, in: db)
+        guard let documentID = documentRow.id else {
+            throw StoreError.noSuchDocument(tenant: staged.tenant.string, document: staged.document)
+        }
+        if try catalog.layer(documentID, staged.layer, in: db) != nil {
+            throw StoreError.layerAlreadyExists(document: staged.document, layer: staged.layer)
+        }
+        return (documentID, documentRow.blobSha256.flatMap { BlobHash(hex: $0) })
+    }
+
+    /// Renames the staged file into `layers/` (the caller syncs the directory), stamped
+    /// first with `pdf` when it names another: another process may have replaced the
+    /// document's PDF while the file was written (rare). Returns the file's new path.
+    func placeLayer(_ staged: StagedLayer, pdf: BlobHash?) throws(StoreError) -> String {
+        if pdf != staged.pdf { try LayerDatabase.restamp(at: staged.staging.path, key: staged.key, pdf: pdf) }
+        try staged.markCommitted()
+        let path = layout.layerPath(key: staged.key)
+        try FileSystem.rename(staged.staging.path, path)
+        try Failpoint.check("layer.afterRename")
+        return path
+    }
+
+    /// Inserts the row of a layer placed (and its directory synced) at `path`, and counts
+    /// it in its document's row.
+    func recordLayer(_ staged: StagedLayer, at path: String, documentID: Int64, in db: Database) throws {
+        let now = Date()
+        var row = LayerRecord(
+            id: nil, documentId: documentID, name: staged.layer.storedBytes, key: staged.key,
+            userId: staged.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
+            annotationCount: Int64(staged.annotationCount), pendingCount: 0,
+            bytes: (try FileSystem.fileSize(path)) ?? 0)
+        try row.insert(db)
+        try db.cachedStatement(sql: "UPDATE document SET layerCount = layerCount + 1, lastUsedAt = ? WHERE id = ?")
+            .execute(arguments: [now, documentID])
+        try Failpoint.check("layer.afterInsert")
     }
 }
 
