@@ -7,6 +7,9 @@
 //   instant-client-worker add ROOT SERVER PREFIX COUNT       (offline: PREFIX-0 …, then an update of PREFIX-0)
 //   instant-client-worker sync ROOT SERVER                   (one cycle; prints lost=N)
 //   instant-client-worker sync-loop ROOT SERVER PREFIX COUNT (add one, sync, COUNT times)
+//   instant-client-worker download-removing-document ROOT SERVER HOLD
+//       (with INSTANT_FAILPOINT=…=wait:HOLD: removes the document when the download
+//       reaches the failpoint, then lets it go on; prints download=ok or its error code)
 import Foundation
 import Instant
 import InstantProtocol
@@ -126,6 +129,16 @@ do {
                 print("synced \(id)")
             }
         }
+    case "download-removing-document":
+        let hold = argument(0)
+        let download = try descriptor.download(usingJWT: jwt)
+        for _ in 0..<3000 where !FileManager.default.fileExists(atPath: hold + ".reached") {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try client.removeLocalStorage(forDocumentIdentifier: descriptor.identifier)
+        try FileManager.default.removeItem(atPath: hold)
+        let failed = await failure { try await download.result() }
+        print("download=\(failed.map { "\($0.code)" } ?? "ok")")
     default:
         fail("unknown command \(command)")
     }

@@ -233,6 +233,7 @@ struct WorkerFixture {
             while !FileManager.default.fileExists(atPath: signal + ".reached") && clock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
+            try #require(FileManager.default.fileExists(atPath: signal + ".reached"), "the download reached its commit")
             let prune = try ChildProcess(
                 Executables.url("instantctl"), ["prune", "--root", fixture.root.path, "--max-size", "1B", "--json"])
             #expect(try await prune.exit(within: .seconds(60)).status == 0, "\(prune.standardError)")
@@ -247,6 +248,107 @@ struct WorkerFixture {
             let store = try InstantStore(root: fixture.root)
             defer { store.close() }
             #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// The layer side of a download fails once the PDF has arrived whole (here an I/O
+    /// error once the layer file is written): the download fails, the PDF is kept, and the
+    /// next download moves none of its bytes.
+    @Test func aDownloadWhoseLayerFailsKeepsItsPDF() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let failed = try await fixture.run("download", failpoint: "download.afterSnapshot=eio")
+            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            let again = try await fixture.run("download")
+            #expect(again.ending.status == 0 && again.output.contains("ok"), "\(again.error)")
+            #expect(again.output.contains("pdf-bytes=0"), "\(again.output)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// A download's commit fails after the PDF and the layer file were both renamed into
+    /// place (an I/O error before the transaction's end): nothing is committed, and the
+    /// orphans left behind are found by the next prune, which reads `tmp/` only.
+    @Test func aDownloadCommitThatFailsLeavesOrphansThePruneFinds() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let failed = try await fixture.run("download", failpoint: "layer.afterInsert=eio")
+            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            do {
+                let store = try InstantStore(root: fixture.root)
+                defer { store.close() }
+                #expect(try store.cacheEntries().isEmpty, "nothing of the download is committed")
+                let orphans = try store.verify(VerifyOptions()).remaining.filter { $0.kind == .orphanFile }
+                #expect(orphans.count == 2, "the PDF and the layer file: \(orphans)")
+            }
+            let prune = try ChildProcess(
+                Executables.url("instantctl"), ["prune", "--root", fixture.root.path, "--max-size", "1B", "--json"])
+            #expect(try await prune.exit(within: .seconds(60)).status == 0, "\(prune.standardError)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// A prune in another process while a download's PDF has arrived but is not committed
+    /// yet finds nothing of it to remove (the PDF and the layer are committed together,
+    /// and the PDF's temp file is its writer's): the download completes, the PDF moved once.
+    @Test func aPruneBeforeADownloadsCommitTakesNothingFromIt() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let hold = FileManager.default.temporaryDirectory.appendingPathComponent("hold-\(UUID())").path
+            FileManager.default.createFile(atPath: hold, contents: nil)
+            defer { for path in [hold, hold + ".reached"] { try? FileManager.default.removeItem(atPath: path) } }
+            let download = try fixture.start("download", failpoint: "download.afterPDF=wait:\(hold)")
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(60)
+            while !FileManager.default.fileExists(atPath: hold + ".reached") && clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try #require(FileManager.default.fileExists(atPath: hold + ".reached"), "the download reached its commit")
+            let prune = try ChildProcess(
+                Executables.url("instantctl"), ["prune", "--root", fixture.root.path, "--max-size", "1B", "--json"])
+            #expect(try await prune.exit(within: .seconds(60)).status == 0, "\(prune.standardError)")
+            try FileManager.default.removeItem(atPath: hold)
+            let ending = try await download.exit(within: .seconds(60))
+            #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
+            let moved = download.standardOutput.split(separator: "\n").first { $0.hasPrefix("pdf-bytes=") }
+                .flatMap { Int($0.dropFirst("pdf-bytes=".count)) }
+            let size = samplePDF().count
+            #expect(moved.map { $0 > 0 && $0 < size * 3 / 2 } == true, "moved \(moved ?? -1) for a PDF of \(size)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let tenant = try TenantURL(server.base)
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// The app removes the document while its download is past its last cancellation
+    /// check (held at the commit's first step): the download undoes its layer and fails,
+    /// instead of bringing back a layer of the document the app removed.
+    @Test func aDocumentRemovedJustBeforeItsDownloadCommitsDoesNotComeBack() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let hold = FileManager.default.temporaryDirectory.appendingPathComponent("hold-\(UUID())").path
+            FileManager.default.createFile(atPath: hold, contents: nil)
+            defer { for path in [hold, hold + ".reached"] { try? FileManager.default.removeItem(atPath: path) } }
+            let run = try await fixture.run(
+                "download-removing-document", hold, failpoint: "blob.beforeCommit=wait:\(hold)")
+            #expect(run.ending.status == 0, "\(run.error)")
+            #expect(FileManager.default.fileExists(atPath: hold + ".reached"), "the download reached its commit")
+            #expect(run.output.contains("download=requestFailed"), "\(run.output)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let tenant = try TenantURL(server.base)
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") == nil)
             #expect(try store.verify(VerifyOptions(deep: true)).isClean)
         }
     }

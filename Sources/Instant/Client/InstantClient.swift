@@ -137,6 +137,7 @@ public final class InstantClient: Sendable {
     /// Removes a document with every layer (unsynced changes included) and its PDF;
     /// its live descriptors become `invalid`.
     public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
+        countRemoval { $0.document == identifier }
         do {
             try store.removeDocument(tenant: tenant, document: identifier)
         } catch .noSuchDocument {
@@ -150,6 +151,7 @@ public final class InstantClient: Sendable {
     /// Removes everything of this server from the store (other servers' data stays); every
     /// live descriptor becomes `invalid`.
     public func removeLocalStorage() throws(InstantError) {
+        countRemoval { _ in true }
         do {
             try store.removeTenant(tenant)
         } catch .nothingStored {
@@ -175,6 +177,13 @@ public final class InstantClient: Sendable {
 
     /// Marks the matching descriptors invalid and forgets them: the next request for that
     /// document and layer gets a new descriptor.
+    /// Counted before the store's removal: a download of a matching descriptor that
+    /// commits after that point (past its last cancellation check) undoes its layer.
+    private func countRemoval(_ matching: (Key) -> Bool) {
+        let live = descriptors.withLock { cache in cache.filter { matching($0.key) }.map(\.value) }
+        for descriptor in live { descriptor.countRemoval() }
+    }
+
     private func invalidate(_ matching: (Key) -> Bool) {
         let gone = descriptors.withLock { cache -> [InstantDocumentDescriptor] in
             let keys = cache.keys.filter(matching)

@@ -49,8 +49,9 @@ extension InstantDocumentDescriptor {
             let report = try await download.run()
             mutable.withLock { $0.lastDownload = report }
             result = .success(())
-            // removeLocalStorage() ran while the layer was being created (past the last
-            // cancellation check): its removal may have come first, so undo the layer here.
+            // A removal of its storage ran while the layer was being committed (past the
+            // last cancellation check): it may have come first, so undo the layer here. (The
+            // PDF stays, unreferenced, for removeUnreferencedCacheEntries() or a prune.)
             if mutable.withLock({ $0.removals }) != removals, let client {
                 _ = try? client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)
                 result = .failure(InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()"))

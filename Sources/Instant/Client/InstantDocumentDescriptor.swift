@@ -50,7 +50,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var lastDownload: InstantDownloadReport?
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
-        /// Counts `removeLocalStorage()` calls: a download that finishes after one undoes
+        /// Counts removals of its storage (its own `removeLocalStorage()`, or its client's
+        /// of its document or of everything): a download that finishes after one undoes
         /// what it created.
         var removals = 0
         var reauthenticating = false
@@ -192,6 +193,12 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
             mutable.withLock { $0.engineNotified = false }
             await engine.localChangesMade()
         }
+    }
+
+    /// Its storage is about to be removed by a removal of its document or of the client's
+    /// storage: a download running now undoes what it commits (see `runDownload`).
+    func countRemoval() {
+        mutable.withLock { $0.removals += 1 }
     }
 
     /// Removed from under it (or its client's storage removed): it answers `invalid`.

@@ -273,7 +273,17 @@ struct LayerDownload {
                 received += Int64(buffer.readableBytes)
                 progress.completedUnitCount = taken
             }
-            let layerFile = try await stagedLayer(layer)
+            let layerFile: (staged: StagedLayer, annotationCount: Int)
+            do {
+                layerFile = try await stagedLayer(layer)
+            } catch {
+                // The layer failed (its snapshot did not come, say), but the PDF is whole
+                // and checked: it is kept, as a cache entry, so that the next attempt moves
+                // no PDF byte. Not when the download was cancelled. The layer's error is
+                // the one reported: failing to keep the PDF only costs the next attempt.
+                if !Task.isCancelled { _ = try? await ingest.commit(tenant: tenant, document: document) }
+                throw error
+            }
             do {
                 _ = try await ingest.commit(with: layerFile.staged)
             } catch {

@@ -101,7 +101,9 @@ public final class PDFIngest: @unchecked Sendable {
 
     /// Checks the bytes (length, hash, frame) and makes the PDF the document's, and the
     /// staged layer one of its layers, in one catalog transaction: a download's last step.
-    /// On any error nothing is left behind: not the PDF, not the layer.
+    /// On any error neither is committed. (A failure after the files were renamed into
+    /// place leaves them as orphans, with dead temp files in `tmp/` that name them: the
+    /// next prune removes them.)
     ///
     /// ```swift
     /// let staged = try store.stageLayer(tenant: tenant, document: "report", layer: "", snapshot: records, pdf: etag)

@@ -20,6 +20,14 @@ struct LayerStaging: Sendable {
         try? FileSystem.remove(lock.path)
         lock.close()
     }
+
+    /// The file was renamed into `layers/` but its row was not committed: the lock is let
+    /// go and its file kept, so the sweep of dead temp files finds the orphan from it
+    /// (without listing `layers/`).
+    func abandonPlaced() {
+        for suffix in ["-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
+        lock.close()
+    }
 }
 
 extension LayerDatabase {

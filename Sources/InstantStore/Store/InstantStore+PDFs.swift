@@ -81,9 +81,13 @@ extension InstantStore {
         try Failpoint.check("blob.beforeCommit")
         if layer != nil { try Failpoint.check("layer.beforeCommit") }
         var claim: POSIXFile?
+        var renamed = false
+        var committed = false
         defer {
             if let claim {
-                try? FileSystem.remove(claim.path)
+                // Kept (let go) when the blob was renamed into blobs/ and the transaction
+                // failed: the sweep of dead temp files finds the orphan by it.
+                if committed || !renamed { try? FileSystem.remove(claim.path) }
                 claim.close()
             }
         }
@@ -118,7 +122,7 @@ extension InstantStore {
             }
             let directory = (path as NSString).deletingLastPathComponent
             let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
-            // Directories whose new entries must be durable before the commit.
+            // The blob's directories whose new entries must be durable before the commit.
             var directories: [String] = []
             if !intact {
                 // A new fan-out directory is synced into its parent beside the insert below.
@@ -133,14 +137,23 @@ extension InstantStore {
                 }
                 try Failpoint.check("blob.beforeRename")
                 try FileSystem.rename(staged.temporaryPath, path)
+                renamed = true
                 try Failpoint.check("blob.afterRename")
                 directories.append(directory)
             }
             let layerPath = try layer.map { (layer) throws(StoreError) in try self.placeLayer(layer, pdf: hash) }
-            if layer != nil { directories.append(self.layout.layersDirectory) }
-            try Parallel.both(
-                { () throws(StoreError) in if !intact { try self.recordBlob(staged, in: db) } },
-                { () throws(StoreError) in try FileSystem.syncDirectories(directories) })
+            // Here: the blob's row, then layers/ synced; beside it, on another core, the
+            // blob's directories (two fsyncs at once can share a journal commit).
+            let here = { () throws(StoreError) in
+                if !intact { try self.recordBlob(staged, in: db) }
+                if layer != nil { try FileSystem.syncDirectory(self.layout.layersDirectory) }
+            }
+            if directories.isEmpty {
+                try here()
+            } else {
+                try Parallel.both(
+                    here, { () throws(StoreError) in for path in directories { try FileSystem.syncDirectory(path) } })
+            }
             if !intact {
                 if flagged {
                     try db.execute(
@@ -157,9 +170,10 @@ extension InstantStore {
             try Failpoint.check("blob.beforeCommitTransaction")
             return (intact, layerKeys)
         }
+        committed = true
         try Failpoint.check("blob.afterCommit")
         if let layer {
-            layer.cleanUp()
+            layer.landed()
             try Failpoint.check("layer.afterCommit")
         }
         // The layer committed with the PDF names it already; the document's others may not.

@@ -57,7 +57,7 @@ extension InstantStore {
             try FileSystem.syncDirectory(self.layout.layersDirectory)
             try self.recordLayer(staged, at: path, documentID: document.id, in: db)
         }
-        staged.cleanUp()
+        staged.landed()
         try Failpoint.check("layer.afterCommit")
     }
 
@@ -84,6 +84,7 @@ extension InstantStore {
         try staged.markCommitted()
         let path = layout.layerPath(key: staged.key)
         try FileSystem.rename(staged.staging.path, path)
+        staged.markPlaced()
         try Failpoint.check("layer.afterRename")
         return path
     }
@@ -115,7 +116,7 @@ public final class StagedLayer: Sendable {
     let userID: String?
     let annotationCount: Int
     let pdf: BlobHash?
-    private let state = Mutex((committed: false, cleanedUp: false))
+    private let state = Mutex((committed: false, placed: false, landed: false, cleanedUp: false))
 
     /// The layer's file key (its name under `layers/`).
     public var key: String { staging.key }
@@ -142,13 +143,27 @@ public final class StagedLayer: Sendable {
         guard first else { throw StoreError.layerAlreadyExists(document: document, layer: layer) }
     }
 
-    /// Removes what is left in `tmp/` (all of it, unless committed), once.
+    /// The file is in `layers/` now.
+    func markPlaced() {
+        state.withLock { $0.placed = true }
+    }
+
+    /// Its row is committed: what is left in `tmp/` goes.
+    func landed() {
+        state.withLock { $0.landed = true }
+        cleanUp()
+    }
+
+    /// Removes what is left in `tmp/` (all of it, unless committed), once. A file renamed
+    /// into `layers/` whose row was not committed (the transaction failed) leaves its lock
+    /// file behind, let go, for the sweep to find the orphan by.
     func cleanUp() {
-        let first = state.withLock { state in
+        let (first, abandoned) = state.withLock { state in
             defer { state.cleanedUp = true }
-            return !state.cleanedUp
+            return (!state.cleanedUp, state.placed && !state.landed)
         }
-        if first { staging.cleanUp() }
+        guard first else { return }
+        if abandoned { staging.abandonPlaced() } else { staging.cleanUp() }
     }
 
     deinit { cleanUp() }

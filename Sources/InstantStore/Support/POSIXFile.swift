@@ -265,17 +265,6 @@ enum FileSystem {
         guard fsync(dir.descriptor) == 0 else { throw .fromErrno("fsync", directory) }
     }
 
-    /// Syncs each of `directories`, side by side (a file system can make them durable in
-    /// one journal commit), and returns once all are synced: for entries that must all be
-    /// durable before one catalog commit, in no order among themselves.
-    static func syncDirectories(_ directories: [String]) throws(StoreError) {
-        guard let last = directories.last else { return }
-        if directories.count == 1 { return try syncDirectory(last) }
-        try Parallel.both(
-            { () throws(StoreError) in try syncDirectories(Array(directories.dropLast())) },
-            { () throws(StoreError) in try syncDirectory(last) })
-    }
-
     /// Whether a directory has no entry but `.` and `..` (an absent one counts as empty).
     /// Reads one entry at most, however large the directory.
     static func isEmptyDirectory(_ directory: String) throws(StoreError) -> Bool {
