@@ -1,0 +1,143 @@
+import Foundation
+import Instant
+import InstantProtocol
+import InstantServer
+import InstantStore
+import ServerTestSupport
+import TestSupport
+import Testing
+
+/// A download's last step, with real client processes (`instant-client-worker`): the PDF
+/// that came over the network and its layer are committed in one catalog transaction, so
+/// neither a prune nor a failure in between leaves the document with one and not the
+/// other; what a failure leaves is found by the next prune; a removal by the app just
+/// before the commit is not undone by it.
+@Suite(.serialized) struct DownloadCommitTests {
+    /// A download whose PDF the store holds already (here: its own, kept when its layer
+    /// was removed) commits the layer alone. A prune in another process before that
+    /// commit finds the PDF unreferenced (the document has no layer) and removes it: the
+    /// download starts over, fetches the PDF and completes. Found by ClientProcessesTests'
+    /// two syncing processes and prune, which failed once in CI. (A PDF that comes over
+    /// the network is committed with its layer, in one transaction: no prune falls between.)
+    @Test func aDownloadWhosePDFIsPrunedMeanwhileStartsOverAndCompletes() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            let tenant = try TenantURL(server.base)
+            do {
+                let store = try InstantStore(root: fixture.root)
+                defer { store.close() }
+                _ = try store.removeLayer(tenant: tenant, document: "doc", layer: "L")
+                #expect(try store.intactPDF(tenant: tenant, document: "doc") != nil, "the PDF stays")
+            }
+            let hold = Hold()
+            defer { hold.remove() }
+            let download = try fixture.start("download", failpoint: hold.failpoint("download.afterPDF"))
+            try await hold.waitUntilReached()
+            try await fixture.prune()
+            let blobs = fixture.root.appendingPathComponent("blobs").path
+            let stored = FileManager.default.enumerator(atPath: blobs)?.allObjects.compactMap { $0 as? String }
+            #expect(
+                stored?.contains { $0.split(separator: "/").last?.count == 64 } == false, "the prune removed the PDF")
+            try hold.release()
+            let ending = try await download.exit(within: .seconds(60))
+            #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
+            #expect(!download.standardOutput.contains("pdf-bytes=0"), "the PDF was fetched again")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// The layer side of a download fails once the PDF has arrived whole (here an I/O
+    /// error once the layer file is written): the download fails, the PDF is kept, and the
+    /// next download moves none of its bytes.
+    @Test func aDownloadWhoseLayerFailsKeepsItsPDF() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let failed = try await fixture.run("download", failpoint: "download.afterSnapshot=eio")
+            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            let again = try await fixture.run("download")
+            #expect(again.ending.status == 0 && again.output.contains("ok"), "\(again.error)")
+            #expect(again.output.contains("pdf-bytes=0"), "\(again.output)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// A download's commit fails after the PDF and the layer file were both renamed into
+    /// place (an I/O error before the transaction's end): nothing is committed, and the
+    /// orphans left behind are found by the next prune, which reads `tmp/` only.
+    @Test func aDownloadCommitThatFailsLeavesOrphansThePruneFinds() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let failed = try await fixture.run("download", failpoint: "layer.afterInsert=eio")
+            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            do {
+                let store = try InstantStore(root: fixture.root)
+                defer { store.close() }
+                #expect(try store.cacheEntries().isEmpty, "nothing of the download is committed")
+                let orphans = try store.verify(VerifyOptions()).remaining.filter { $0.kind == .orphanFile }
+                #expect(orphans.count == 2, "the PDF and the layer file: \(orphans)")
+            }
+            try await fixture.prune()
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// A prune in another process while a download's PDF has arrived but is not committed
+    /// yet finds nothing of it to remove (the PDF and the layer are committed together,
+    /// and the PDF's temp file is its writer's): the download completes, the PDF moved once.
+    @Test func aPruneBeforeADownloadsCommitTakesNothingFromIt() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let hold = Hold()
+            defer { hold.remove() }
+            let download = try fixture.start("download", failpoint: hold.failpoint("download.afterPDF"))
+            try await hold.waitUntilReached()
+            try await fixture.prune()
+            try hold.release()
+            let ending = try await download.exit(within: .seconds(60))
+            #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
+            let moved = download.standardOutput.split(separator: "\n").first { $0.hasPrefix("pdf-bytes=") }
+                .flatMap { Int($0.dropFirst("pdf-bytes=".count)) }
+            let size = samplePDF().count
+            #expect(moved.map { $0 > 0 && $0 < size * 3 / 2 } == true, "moved \(moved ?? -1) for a PDF of \(size)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let tenant = try TenantURL(server.base)
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+
+    /// The app removes the document while its download is past its last cancellation
+    /// check (held at the commit's first step): the download undoes its layer and fails,
+    /// instead of bringing back a layer of the document the app removed.
+    @Test func aDocumentRemovedJustBeforeItsDownloadCommitsDoesNotComeBack() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let hold = Hold()
+            defer { hold.remove() }
+            let run = try await fixture.run(
+                "download-removing-document", hold.path, failpoint: hold.failpoint("blob.beforeCommit"))
+            #expect(run.ending.status == 0, "\(run.error)")
+            #expect(hold.reached, "the download reached its commit")
+            #expect(run.output.contains("download=requestFailed"), "\(run.output)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            let tenant = try TenantURL(server.base)
+            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") == nil)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
+}
