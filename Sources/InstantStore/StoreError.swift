@@ -27,7 +27,8 @@ public enum StoreError: Error, Sendable, Equatable {
     case noSuchBlob(sha256: String)
     /// A layer database failed a check.
     case corruptLayer(key: String, reason: String)
-    /// The layer was removed (by this or another process) while it was open.
+    /// The layer was removed (by this or another process) while it was open, or before a
+    /// download could commit it.
     case layerRemoved(document: String, layer: String)
     /// No document with this identifier in this tenant.
     case noSuchDocument(tenant: String, document: String)

@@ -169,4 +169,30 @@ import Testing
         #expect(tmpEntries(scratch).isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
+
+    /// A commit told, inside its transaction, that the app removed what it was for commits
+    /// nothing: not the PDF, not the layer, and no file is left anywhere.
+    @Test func aWithdrawnCommitCommitsNothing() async throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let (ingest, hash) = try beginIngest(scratch, samplePDF(seed: 5))
+        do {
+            let staged = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "x", pdf: hash)
+            await #expect {
+                try await ingest.commit(with: staged, unlessWithdrawn: { true })
+            } throws: { error in
+                if case .layerRemoved = error as? StoreError { true } else { false }
+            }
+            let alone = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "y", pdf: nil)
+            #expect {
+                try scratch.store.commitLayer(alone, unlessWithdrawn: { true })
+            } throws: { error in
+                if case .layerRemoved = error as? StoreError { true } else { false }
+            }
+        }
+        #expect(try scratch.store.cacheEntries().isEmpty)
+        #expect(scratch.files(in: "blobs").isEmpty && scratch.files(in: "layers").isEmpty)
+        #expect(tmpEntries(scratch).isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
 }

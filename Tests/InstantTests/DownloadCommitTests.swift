@@ -97,7 +97,10 @@ import Testing
     /// and the PDF's temp file is its writer's): the download completes, the PDF moved once.
     @Test func aPruneBeforeADownloadsCommitTakesNothingFromIt() async throws {
         try await TestServer.with { server in
-            let fixture = try await WorkerFixture(server: server)
+            // Incompressible: the bytes moved say how many times the PDF was sent.
+            let pdf = incompressiblePDF(200_000)
+            try await server.upload("doc", pdf)
+            let fixture = try await WorkerFixture(server: server, upload: false)
             defer { fixture.removeRoot() }
             let hold = Hold()
             defer { hold.remove() }
@@ -109,7 +112,7 @@ import Testing
             #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
             let moved = download.standardOutput.split(separator: "\n").first { $0.hasPrefix("pdf-bytes=") }
                 .flatMap { Int($0.dropFirst("pdf-bytes=".count)) }
-            let size = samplePDF().count
+            let size = pdf.count
             #expect(moved.map { $0 > 0 && $0 < size * 3 / 2 } == true, "moved \(moved ?? -1) for a PDF of \(size)")
             let store = try InstantStore(root: fixture.root)
             defer { store.close() }
@@ -120,8 +123,9 @@ import Testing
     }
 
     /// The app removes the document while its download is past its last cancellation
-    /// check (held at the commit's first step): the download undoes its layer and fails,
-    /// instead of bringing back a layer of the document the app removed.
+    /// check (held at the commit's first step): the commit sees the removal inside its
+    /// transaction and commits nothing, and the download fails; neither the layer nor the
+    /// document (with its PDF) comes back.
     @Test func aDocumentRemovedJustBeforeItsDownloadCommitsDoesNotComeBack() async throws {
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
@@ -137,7 +141,9 @@ import Testing
             defer { store.close() }
             let tenant = try TenantURL(server.base)
             #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") == nil)
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            #expect(try store.cacheEntries().isEmpty, "the removed document came back")
+            let report = try store.verify(VerifyOptions(deep: true))
+            #expect(report.isClean, "\(report.remaining)")
         }
     }
 }

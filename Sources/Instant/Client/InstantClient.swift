@@ -175,15 +175,16 @@ public final class InstantClient: Sendable {
         }
     }
 
-    /// Marks the matching descriptors invalid and forgets them: the next request for that
-    /// document and layer gets a new descriptor.
-    /// Counted before the store's removal: a download of a matching descriptor that
-    /// commits after that point (past its last cancellation check) undoes its layer.
+    /// Counted before the store's removal: a download of a matching descriptor asks, inside
+    /// its commit's transaction, whether a removal came since it started, and then commits
+    /// nothing (past its last cancellation check, it cannot be cancelled any more).
     private func countRemoval(_ matching: (Key) -> Bool) {
         let live = descriptors.withLock { cache in cache.filter { matching($0.key) }.map(\.value) }
         for descriptor in live { descriptor.countRemoval() }
     }
 
+    /// Marks the matching descriptors invalid and forgets them: the next request for that
+    /// document and layer gets a new descriptor.
     private func invalidate(_ matching: (Key) -> Bool) {
         let gone = descriptors.withLock { cache -> [InstantDocumentDescriptor] in
             let keys = cache.keys.filter(matching)

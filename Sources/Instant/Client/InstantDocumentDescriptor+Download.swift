@@ -28,11 +28,12 @@ extension InstantDocumentDescriptor {
             if state.invalidated == false, let running = state.download { return (running, false) }
             state.jwt = jwt
             if let user = jwt.userID { state.userID = user }
+            let removals = state.removals
             let download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
-                jwt: jwt, progress: progress, retryPolicy: client.retryPolicy)
-            let removals = state.removals
-            let operation = InstantOperation(task: Task { await self.runDownload(download, removals: removals) })
+                jwt: jwt, progress: progress, retryPolicy: client.retryPolicy,
+                withdrawn: { [weak self] in self.map { $0.mutable.withLock { $0.removals } != removals } ?? true })
+            let operation = InstantOperation(task: Task { await self.runDownload(download) })
             state.download = operation
             state.progress = progress
             return (operation, true)
@@ -43,19 +44,14 @@ extension InstantDocumentDescriptor {
         return started.0
     }
 
-    private func runDownload(_ download: LayerDownload, removals: Int) async -> Result<Void, InstantError> {
+    private func runDownload(_ download: LayerDownload) async -> Result<Void, InstantError> {
         var result: Result<Void, InstantError>
         do {
+            // A removal of its storage that comes past the last cancellation check is seen
+            // inside the commit's transaction (`withdrawn`): nothing is committed then.
             let report = try await download.run()
             mutable.withLock { $0.lastDownload = report }
             result = .success(())
-            // A removal of its storage ran while the layer was being committed (past the
-            // last cancellation check): it may have come first, so undo the layer here. (The
-            // PDF stays, unreferenced, for removeUnreferencedCacheEntries() or a prune.)
-            if mutable.withLock({ $0.removals }) != removals, let client {
-                _ = try? client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)
-                result = .failure(InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()"))
-            }
         } catch {
             result = .failure(
                 InstantError(from: error, cancelled: "the download was cancelled") {
@@ -63,8 +59,11 @@ extension InstantDocumentDescriptor {
                 })
         }
         mutable.withLock {
-            $0.download = nil
-            $0.progress = nil
+            // Unless removeLocalStorage() let a newer download start meanwhile.
+            if $0.progress === download.progress {
+                $0.download = nil
+                $0.progress = nil
+            }
         }
         if let client {
             switch result {

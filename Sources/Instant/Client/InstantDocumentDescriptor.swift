@@ -51,8 +51,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
         /// Counts removals of its storage (its own `removeLocalStorage()`, or its client's
-        /// of its document or of everything): a download that finishes after one undoes
-        /// what it created.
+        /// of its document or of everything): a download whose commit comes after one
+        /// commits nothing.
         var removals = 0
         var reauthenticating = false
     }
@@ -196,7 +196,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     }
 
     /// Its storage is about to be removed by a removal of its document or of the client's
-    /// storage: a download running now undoes what it commits (see `runDownload`).
+    /// storage: a download running now commits nothing (see `LayerDownload.withdrawn`).
     func countRemoval() {
         mutable.withLock { $0.removals += 1 }
     }

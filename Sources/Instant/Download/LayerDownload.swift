@@ -22,6 +22,10 @@ struct LayerDownload {
     let jwt: InstantJWT
     let progress: Progress
     let retryPolicy: RetryPolicy
+    /// Whether the app removed what this download is for since it started (its layer, its
+    /// document, or the client's storage): asked inside the commit's transaction, so a
+    /// removal that came first is never undone by the commit.
+    let withdrawn: @Sendable () -> Bool
     /// How many times a broken transfer is resumed before the download fails.
     var maxResumes = 5
     /// How many times each request to resume is tried again while the server does not
@@ -69,10 +73,10 @@ struct LayerDownload {
         do {
             transferred = try await finish(pdf, layerStage: layerStage)
         } catch {
-            // Waited for, so that a layer file it wrote is removed before the failure is
-            // reported.
+            // Waited for, and its file removed here, before the failure is reported (not
+            // left to the staged layer's deinit: the commit's thread may still hold it).
             layerStage.cancel()
-            _ = await layerStage.result
+            if case .success(let layerFile) = await layerStage.result { layerFile.staged.discard() }
             throw error
         }
         progress.completedUnitCount = progress.totalUnitCount
@@ -88,9 +92,11 @@ struct LayerDownload {
             // the PDF is still there then.
             let layerFile = try await stagedLayer(layerStage)
             do {
-                try store.commitLayer(layerFile.staged, requiringPDF: true)
+                try store.commitLayer(layerFile.staged, requiringPDF: true, unlessWithdrawn: withdrawn)
             } catch .layerAlreadyExists {
                 throw Self.downloadedMeanwhile
+            } catch .layerRemoved {
+                throw Self.removedMeanwhile
             } catch .documentHasNoPDF(let tenant, let document) {
                 throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
             }
@@ -103,6 +109,10 @@ struct LayerDownload {
 
     private static var downloadedMeanwhile: InstantError {
         InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
+    }
+
+    private static var removedMeanwhile: InstantError {
+        InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()")
     }
 
     /// The staged layer, once the PDF is in (its bytes, or the store's copy): what the
@@ -281,14 +291,19 @@ struct LayerDownload {
                 // and checked: it is kept, as a cache entry, so that the next attempt moves
                 // no PDF byte. Not when the download was cancelled. The layer's error is
                 // the one reported: failing to keep the PDF only costs the next attempt.
-                if !Task.isCancelled { _ = try? await ingest.commit(tenant: tenant, document: document) }
+                if !Task.isCancelled {
+                    _ = try? await ingest.commit(tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+                }
                 throw error
             }
             do {
-                _ = try await ingest.commit(with: layerFile.staged)
+                _ = try await ingest.commit(with: layerFile.staged, unlessWithdrawn: withdrawn)
             } catch {
-                if case .layerAlreadyExists? = error as? StoreError { throw Self.downloadedMeanwhile }
-                throw error
+                switch error as? StoreError {
+                case .layerAlreadyExists?: throw Self.downloadedMeanwhile
+                case .layerRemoved?: throw Self.removedMeanwhile
+                default: throw error
+                }
             }
         } catch {
             ingest.discard()

@@ -6,8 +6,8 @@ import Foundation
 /// reached (``continueWithPlainBytes()``), so a resumed download moves no byte twice.
 ///
 /// Get one from ``InstantStore/beginPDFIngest(zstdFrame:expectedSize:expectedHash:)``; use
-/// it from one task at a time. Nothing is left behind unless ``commit(tenant:document:)``
-/// succeeds.
+/// it from one task at a time. Nothing is stored unless a commit succeeds (a commit that
+/// fails after renaming its file into place leaves an orphan the next prune removes).
 ///
 /// ```swift
 /// let ingest = try store.beginPDFIngest(zstdFrame: true, expectedSize: frameLength, expectedHash: etag)
@@ -93,10 +93,13 @@ public final class PDFIngest: @unchecked Sendable {
     }
 
     /// Checks the bytes (length, hash, frame) and makes the PDF the document's, in one
-    /// catalog transaction. On any error nothing is left behind.
-    public func commit(tenant: TenantURL, document: String) async throws -> StoredPDF {
+    /// catalog transaction. On any error nothing is stored. `withdrawn`: as for
+    /// ``commit(with:unlessWithdrawn:)``.
+    public func commit(
+        tenant: TenantURL, document: String, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) async throws -> StoredPDF {
         try Identifier.validate(document, what: "document identifier")
-        return try await finish(tenant: tenant, document: document, layer: nil)
+        return try await finish(tenant: tenant, document: document, layer: nil, withdrawn: withdrawn)
     }
 
     /// Checks the bytes (length, hash, frame) and makes the PDF the document's, and the
@@ -110,12 +113,21 @@ public final class PDFIngest: @unchecked Sendable {
     /// let stored = try await ingest.commit(with: staged)
     /// ```
     ///
-    /// - Throws: `layerAlreadyExists` when another process stored the layer meanwhile.
-    public func commit(with layer: StagedLayer) async throws -> StoredPDF {
-        try await finish(tenant: layer.tenant, document: layer.document, layer: layer)
+    /// `withdrawn`, when given, is asked inside the transaction, before anything is
+    /// renamed: when it answers true (the app removed what the download was for, after its
+    /// last chance to cancel), nothing is committed.
+    ///
+    /// - Throws: `layerAlreadyExists` when another process stored the layer meanwhile;
+    ///   `layerRemoved` when `withdrawn` answered true.
+    public func commit(with layer: StagedLayer, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil)
+        async throws -> StoredPDF
+    {
+        try await finish(tenant: layer.tenant, document: layer.document, layer: layer, withdrawn: withdrawn)
     }
 
-    private func finish(tenant: TenantURL, document: String, layer: StagedLayer?) async throws -> StoredPDF {
+    private func finish(
+        tenant: TenantURL, document: String, layer: StagedLayer?, withdrawn: (@Sendable () -> Bool)?
+    ) async throws -> StoredPDF {
         let (store, expectedHash) = (self.store, self.expectedHash)
         let handoff = Handoff(mode)
         // The last batch, the fsyncs and the catalog transaction block: they run off
@@ -126,7 +138,8 @@ public final class PDFIngest: @unchecked Sendable {
                 case .plain(let writer): try writer.finish(expectedHash: expectedHash)
                 case .frame(let writer): try writer.finish(expectedHash: expectedHash)
                 }
-            return try store.commit(staged, tenant: tenant, document: document, layer: layer)
+            return try store.commit(
+                staged, tenant: tenant, document: document, layer: layer, unlessWithdrawn: withdrawn)
         }
     }
 

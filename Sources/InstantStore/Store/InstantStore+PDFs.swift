@@ -36,7 +36,9 @@ extension InstantStore {
     /// - Parameters:
     ///   - expectedSize: the announced length; a body of another length is refused.
     ///   - expectedHash: the announced SHA-256 (an ETag); other bytes are refused.
-    /// - Throws: ``StoreError``, or whatever error `chunks` throws. Nothing is left behind.
+    /// - Throws: ``StoreError``, or whatever error `chunks` throws. Nothing is stored (a
+    ///   commit that fails after renaming the file into place leaves an orphan, which the
+    ///   next prune removes).
     @discardableResult
     public func ingestPDF<Chunks: AsyncSequence>(
         tenant: TenantURL, document: String, chunks: Chunks, expectedSize: Int64? = nil,
@@ -68,9 +70,14 @@ extension InstantStore {
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
     /// still holds: the files' fsyncs before their renames, the directories' before the commit.
-    func commit(_ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil)
-        throws(StoreError) -> StoredPDF
-    {
+    ///
+    /// `withdrawn`, when given, is asked inside the transaction, before anything is
+    /// renamed: when it answers true (the app removed what the download was for, after its
+    /// last chance to cancel), nothing is committed and the call throws `layerRemoved`.
+    func commit(
+        _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
+        unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) throws(StoreError) -> StoredPDF {
         defer { staged.discard() }
         let hash = staged.hash
         let path = layout.blobPath(hash)
@@ -98,6 +105,9 @@ extension InstantStore {
         // changes: synced.
         let durability: Catalog.Durability = isOrigin || layer != nil ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
+            if let withdrawn, withdrawn() {
+                throw StoreError.layerRemoved(document: document, layer: layer?.layer ?? "")
+            }
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both.
             var documentRow: DocumentRecord?
@@ -171,11 +181,9 @@ extension InstantStore {
             return (intact, layerKeys)
         }
         committed = true
+        layer?.landed()
         try Failpoint.check("blob.afterCommit")
-        if let layer {
-            layer.landed()
-            try Failpoint.check("layer.afterCommit")
-        }
+        if layer != nil { try Failpoint.check("layer.afterCommit") }
         // The layer committed with the PDF names it already; the document's others may not.
         try? recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)

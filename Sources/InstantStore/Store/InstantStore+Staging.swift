@@ -44,9 +44,18 @@ extension InstantStore {
     /// `documentHasNoPDF` when the document or its PDF is no longer in the store (removed
     /// meanwhile, by this process or another): the layer must not bring back a document
     /// without its PDF. Without it, a missing document is created, with no PDF.
-    public func commitLayer(_ staged: StagedLayer, requiringPDF: Bool = false) throws(StoreError) {
+    ///
+    /// `withdrawn`, when given, is asked inside the transaction: when it answers true (the
+    /// app removed what the layer was for), nothing is committed and the call throws
+    /// `layerRemoved`.
+    public func commitLayer(
+        _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
         try catalog.write { db in
+            if let withdrawn, withdrawn() {
+                throw StoreError.layerRemoved(document: staged.document, layer: staged.layer)
+            }
             if requiringPDF {
                 guard let tenantID = try self.catalog.tenantID(staged.tenant, create: false, in: db),
                     try self.catalog.document(tenantID, staged.document, in: db)?.blobSha256 != nil
@@ -153,6 +162,11 @@ public final class StagedLayer: Sendable {
         state.withLock { $0.landed = true }
         cleanUp()
     }
+
+    /// Removes what is left of an uncommitted stage now, rather than when it is released
+    /// (which may be later than the caller's failure is reported: another thread may still
+    /// hold it). Once committed, it does nothing more than the commit did.
+    public func discard() { cleanUp() }
 
     /// Removes what is left in `tmp/` (all of it, unless committed), once. A file renamed
     /// into `layers/` whose row was not committed (the transaction failed) leaves its lock
