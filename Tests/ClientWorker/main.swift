@@ -7,9 +7,11 @@
 //   instant-client-worker add ROOT SERVER PREFIX COUNT       (offline: PREFIX-0 …, then an update of PREFIX-0)
 //   instant-client-worker sync ROOT SERVER                   (one cycle; prints lost=N)
 //   instant-client-worker sync-loop ROOT SERVER PREFIX COUNT (add one, sync, COUNT times)
-//   instant-client-worker download-removing-document ROOT SERVER HOLD
+//   instant-client-worker download-removing-document ROOT SERVER HOLD [behind]
 //       (with INSTANT_FAILPOINT=…=wait:HOLD: removes the document when the download
-//       reaches the failpoint, then lets it go on; prints download=ok or its error code)
+//       reaches the failpoint, then lets it go on; with "behind", starts the removal and
+//       lets the download go on while the removal waits for the catalog's write lock;
+//       prints download=ok or its error code)
 import Foundation
 import Instant
 import InstantProtocol
@@ -135,8 +137,17 @@ do {
         for _ in 0..<3000 where !FileManager.default.fileExists(atPath: hold + ".reached") {
             try await Task.sleep(for: .milliseconds(20))
         }
-        try client.removeLocalStorage(forDocumentIdentifier: descriptor.identifier)
-        try FileManager.default.removeItem(atPath: hold)
+        if rest.count > 1 && argument(1) == "behind" {
+            // The download holds the write lock: the removal waits for it on its own thread.
+            let identifier = descriptor.identifier
+            let removal = Task.detached { try client.removeLocalStorage(forDocumentIdentifier: identifier) }
+            try await Task.sleep(for: .milliseconds(200))
+            try FileManager.default.removeItem(atPath: hold)
+            try await removal.value
+        } else {
+            try client.removeLocalStorage(forDocumentIdentifier: descriptor.identifier)
+            try FileManager.default.removeItem(atPath: hold)
+        }
         let failed = await failure { try await download.result() }
         print("download=\(failed.map { "\($0.code)" } ?? "ok")")
     default:

@@ -163,6 +163,8 @@ import Testing
             } throws: { error in
                 if case .layerAlreadyExists = error as? StoreError { true } else { false }
             }
+            // Now: the commit's thread may release its reference after the error came back.
+            staged.discard()
         }
         #expect(try scratch.store.intactPDF(tenant: Scratch.tenant, document: "d") == nil)
         #expect(scratch.files(in: "blobs").isEmpty, "\(scratch.files(in: "blobs"))")
@@ -189,6 +191,8 @@ import Testing
             } throws: { error in
                 if case .layerRemoved = error as? StoreError { true } else { false }
             }
+            // Now: the commit's thread may release its reference after the error came back.
+            staged.discard()
         }
         #expect(try scratch.store.cacheEntries().isEmpty)
         #expect(scratch.files(in: "blobs").isEmpty && scratch.files(in: "layers").isEmpty)

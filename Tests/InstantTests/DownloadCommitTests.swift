@@ -146,4 +146,27 @@ import Testing
             #expect(report.isClean, "\(report.remaining)")
         }
     }
+
+    /// The other order: the app removes the document while the download's commit holds the
+    /// catalog's write lock (held inside its transaction). The removal waits for the
+    /// commit, then removes what it committed: nothing of the document is left.
+    @Test func aDocumentRemovedWhileItsDownloadCommitsIsRemovedAfterIt() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            let hold = Hold()
+            defer { hold.remove() }
+            let run = try await fixture.run(
+                "download-removing-document", hold.path, "behind",
+                failpoint: hold.failpoint("blob.beforeCommitTransaction"))
+            #expect(run.ending.status == 0, "\(run.error)")
+            #expect(hold.reached, "the download reached its commit")
+            #expect(run.output.contains("download=ok"), "the commit came first: \(run.output)")
+            let store = try InstantStore(root: fixture.root)
+            defer { store.close() }
+            #expect(try store.cacheEntries().isEmpty, "the removal came after the commit")
+            let report = try store.verify(VerifyOptions(deep: true))
+            #expect(report.isClean, "\(report.remaining)")
+        }
+    }
 }

@@ -16,7 +16,8 @@ extension InstantDocumentDescriptor {
     /// running one.
     ///
     /// - Throws: `invalidJWT` (not a JWT, or one for another document or layer),
-    ///   `userIDMismatch` (the layer is stored for another user), `alreadyDownloaded`.
+    ///   `userIDMismatch` (the layer is stored for another user), `alreadyDownloaded`,
+    ///   `invalidDocument` (an invalid descriptor: get a new one from the client).
     @discardableResult
     public func download(usingJWT token: String) throws(InstantError) -> InstantOperation {
         guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
@@ -24,19 +25,30 @@ extension InstantDocumentDescriptor {
         try check(jwt)
         if isDownloaded { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
         let progress = Progress(totalUnitCount: -1)
-        let started = mutable.withLock { state -> (InstantOperation, Bool) in
-            if state.invalidated == false, let running = state.download { return (running, false) }
+        // Taken before the lock: a removal counted from here on withdraws this download.
+        let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
+        let started = mutable.withLock { state -> (InstantOperation, Bool)? in
+            // An invalid descriptor is no longer its client's: a removal by the client
+            // would neither count nor cancel a download of it.
+            if state.invalidated { return nil }
+            if let running = state.download { return (running, false) }
             state.jwt = jwt
             if let user = jwt.userID { state.userID = user }
-            let removals = state.removals
             let download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
                 jwt: jwt, progress: progress, retryPolicy: client.retryPolicy,
-                withdrawn: { [weak self] in self.map { $0.mutable.withLock { $0.removals } != removals } ?? true })
+                withdrawn: { [weak self] in
+                    // Read without the descriptor's lock: this runs inside the catalog's
+                    // write transaction.
+                    self.map { $0.removals.load(ordering: .sequentiallyConsistent) != removalsAtStart } ?? true
+                })
             let operation = InstantOperation(task: Task { await self.runDownload(download) })
             state.download = operation
             state.progress = progress
             return (operation, true)
+        }
+        guard let started else {
+            throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
         }
         if started.1 {
             progress.cancellationHandler = { started.0.cancel() }

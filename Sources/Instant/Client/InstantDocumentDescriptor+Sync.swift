@@ -85,12 +85,12 @@ extension InstantDocumentDescriptor {
     /// again and may download again (the PDF does not move twice).
     public func removeLocalStorage() throws(InstantError) {
         guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
+        countRemoval()
         let download = mutable.withLock { state -> InstantOperation? in
             defer {
                 state.download = nil
                 state.progress = nil
                 state.cycleState = nil
-                state.removals += 1
             }
             return state.download
         }

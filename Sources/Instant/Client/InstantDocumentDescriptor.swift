@@ -36,6 +36,12 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     weak let client: InstantClient?
     let engine: SyncEngine
     let mutable: Mutex<Mutable>
+    /// Counts removals of its storage (its own `removeLocalStorage()`, or its client's of
+    /// its document or of everything), each before the store's removal: a download whose
+    /// commit comes after one commits nothing. Atomic, not in `mutable`: a download's
+    /// commit reads it inside the catalog's write transaction, and a thread holding
+    /// `mutable` may wait for that transaction.
+    let removals = Atomic<Int>(0)
 
     struct Mutable {
         var jwt: InstantJWT?
@@ -50,10 +56,6 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var lastDownload: InstantDownloadReport?
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
-        /// Counts removals of its storage (its own `removeLocalStorage()`, or its client's
-        /// of its document or of everything): a download whose commit comes after one
-        /// commits nothing.
-        var removals = 0
         var reauthenticating = false
     }
 
@@ -141,14 +143,14 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         if let layer = mutable.withLock({ $0.layer }) { return layer }
         do {
             let layer = try client.store.openLayer(tenant: client.tenant, document: identifier, layer: layerName)
-            return mutable.withLock { state in
-                if let existing = state.layer {
-                    layer.close()
-                    return existing
-                }
+            let kept = mutable.withLock { state in
+                if let existing = state.layer { return existing }
                 state.layer = layer
                 return layer
             }
+            // Closed outside the lock: closing writes the layer's summary to the catalog.
+            if kept !== layer { layer.close() }
+            return kept
         } catch .noSuchLayer {
             throw InstantError(
                 .invalidDocument, "layer \"\(layerName)\" of \(identifier) is not downloaded: call download(usingJWT:)")
@@ -198,7 +200,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// Its storage is about to be removed by a removal of its document or of the client's
     /// storage: a download running now commits nothing (see `LayerDownload.withdrawn`).
     func countRemoval() {
-        mutable.withLock { $0.removals += 1 }
+        removals.add(1, ordering: .sequentiallyConsistent)
     }
 
     /// Removed from under it (or its client's storage removed): it answers `invalid`.
