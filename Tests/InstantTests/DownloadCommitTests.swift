@@ -58,14 +58,11 @@ import Testing
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
             defer { fixture.removeRoot() }
-            let failed = try await fixture.run("download", failpoint: "download.afterSnapshot=eio")
-            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            try await fixture.expectFailure("download", failpoint: "download.afterSnapshot=eio")
             let again = try await fixture.run("download")
             #expect(again.ending.status == 0 && again.output.contains("ok"), "\(again.error)")
             #expect(again.output.contains("pdf-bytes=0"), "\(again.output)")
-            let store = try InstantStore(root: fixture.root)
-            defer { store.close() }
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            try fixture.expectStoreClean()
         }
     }
 
@@ -76,8 +73,7 @@ import Testing
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
             defer { fixture.removeRoot() }
-            let failed = try await fixture.run("download", failpoint: "layer.afterInsert=eio")
-            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            try await fixture.expectFailure("download", failpoint: "layer.afterInsert=eio")
             do {
                 let store = try InstantStore(root: fixture.root)
                 defer { store.close() }
@@ -86,9 +82,7 @@ import Testing
                 #expect(orphans.count == 2, "the PDF and the layer file: \(orphans)")
             }
             try await fixture.prune()
-            let store = try InstantStore(root: fixture.root)
-            defer { store.close() }
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            try fixture.expectStoreClean()
         }
     }
 

@@ -92,6 +92,24 @@ struct WorkerFixture {
 }
 
 extension WorkerFixture {
+    /// Runs the worker, which must fail (the operation, not the process: no "ok").
+    func expectFailure(_ command: String, failpoint: String, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
+        let failed = try await run(command, failpoint: failpoint)
+        #expect(
+            failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)",
+            sourceLocation: sourceLocation)
+    }
+
+    /// The store deep-verifies clean.
+    func expectStoreClean(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let store = try InstantStore(root: root)
+        defer { store.close() }
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.isClean, "\(report.remaining)", sourceLocation: sourceLocation)
+    }
+
     /// Runs `instantctl prune` on the root with a budget no layer fits (it removes every
     /// clean layer, and whatever no layer uses), and expects it to succeed.
     func prune(sourceLocation: SourceLocation = #_sourceLocation) async throws {
