@@ -44,10 +44,7 @@ import Testing
             let ending = try await download.exit(within: .seconds(60))
             #expect(ending.status == 0 && download.standardOutput.contains("ok"), "\(download.standardError)")
             #expect(!download.standardOutput.contains("pdf-bytes=0"), "the PDF was fetched again")
-            let store = try InstantStore(root: fixture.root)
-            defer { store.close() }
-            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            try fixture.expectLayerStored()
         }
     }
 
@@ -108,11 +105,7 @@ import Testing
                 .flatMap { Int($0.dropFirst("pdf-bytes=".count)) }
             let size = pdf.count
             #expect(moved.map { $0 > 0 && $0 < size * 3 / 2 } == true, "moved \(moved ?? -1) for a PDF of \(size)")
-            let store = try InstantStore(root: fixture.root)
-            defer { store.close() }
-            let tenant = try TenantURL(server.base)
-            #expect(try store.localDescriptor(tenant: tenant, document: "doc", layer: "L") != nil)
-            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            try fixture.expectLayerStored()
         }
     }
 

@@ -102,6 +102,18 @@ extension WorkerFixture {
             sourceLocation: sourceLocation)
     }
 
+    /// The layer "L" of the document is stored, and the store deep-verifies clean.
+    func expectLayerStored(document: String = "doc", sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let store = try InstantStore(root: root)
+        defer { store.close() }
+        let tenant = try TenantURL(server.base)
+        #expect(
+            try store.localDescriptor(tenant: tenant, document: document, layer: "L") != nil,
+            sourceLocation: sourceLocation)
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.isClean, "\(report.remaining)", sourceLocation: sourceLocation)
+    }
+
     /// The store deep-verifies clean.
     func expectStoreClean(sourceLocation: SourceLocation = #_sourceLocation) throws {
         let store = try InstantStore(root: root)

@@ -93,12 +93,10 @@ struct LayerDownload {
             let layerFile = try await stagedLayer(layerStage)
             do {
                 try store.commitLayer(layerFile.staged, requiringPDF: true, unlessWithdrawn: withdrawn)
-            } catch .layerAlreadyExists {
-                throw Self.downloadedMeanwhile
-            } catch .layerRemoved {
-                throw Self.removedMeanwhile
             } catch .documentHasNoPDF(let tenant, let document) {
                 throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
+            } catch {
+                throw Self.refusal(error)
             }
             return 0
         case .coming(let response, _):
@@ -107,12 +105,15 @@ struct LayerDownload {
         }
     }
 
-    private static var downloadedMeanwhile: InstantError {
-        InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
-    }
-
-    private static var removedMeanwhile: InstantError {
-        InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()")
+    /// What the app hears when the store refuses the commit because another process
+    /// stored the layer meanwhile, or the app removed it (`withdrawn`); other errors as
+    /// they are.
+    private static func refusal(_ error: any Error) -> any Error {
+        switch error as? StoreError {
+        case .layerAlreadyExists?: InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
+        case .layerRemoved?: InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()")
+        default: error
+        }
     }
 
     /// The staged layer, once the PDF is in (its bytes, or the store's copy): what the
@@ -299,11 +300,7 @@ struct LayerDownload {
             do {
                 _ = try await ingest.commit(with: layerFile.staged, unlessWithdrawn: withdrawn)
             } catch {
-                switch error as? StoreError {
-                case .layerAlreadyExists?: throw Self.downloadedMeanwhile
-                case .layerRemoved?: throw Self.removedMeanwhile
-                default: throw error
-                }
+                throw Self.refusal(error)
             }
         } catch {
             ingest.discard()

@@ -124,12 +124,12 @@ extension InstantStore {
                             db.cachedStatement(
                                 sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)"),
                             arguments: [hash.hex]) ?? false
-                    if let layer { _ = try self.documentForNewLayer(layer, in: db) }
                 },
                 { () throws(any Error) in try staged.sync() })
             guard let documentRow, let documentID = documentRow.id else {
                 throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
             }
+            if let layer { try self.refuseExistingLayer(layer, documentID: documentID, in: db) }
             let directory = (path as NSString).deletingLastPathComponent
             let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
             // The blob's directories whose new entries must be durable before the commit.

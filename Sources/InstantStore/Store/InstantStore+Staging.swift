@@ -79,10 +79,16 @@ extension InstantStore {
         guard let documentID = documentRow.id else {
             throw StoreError.noSuchDocument(tenant: staged.tenant.string, document: staged.document)
         }
+        try refuseExistingLayer(staged, documentID: documentID, in: db)
+        return (documentID, documentRow.blobSha256.flatMap { BlobHash(hex: $0) })
+    }
+
+    /// Throws `layerAlreadyExists` when the document has a layer of the staged one's name
+    /// (another process stored it meanwhile).
+    func refuseExistingLayer(_ staged: StagedLayer, documentID: Int64, in db: Database) throws {
         if try catalog.layer(documentID, staged.layer, in: db) != nil {
             throw StoreError.layerAlreadyExists(document: staged.document, layer: staged.layer)
         }
-        return (documentID, documentRow.blobSha256.flatMap { BlobHash(hex: $0) })
     }
 
     /// Renames the staged file into `layers/` (the caller syncs the directory), stamped
