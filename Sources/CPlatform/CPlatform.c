@@ -1,6 +1,5 @@
 #if defined(__linux__)
 #define _GNU_SOURCE
-#include <fcntl.h>
 #endif
 #include <errno.h>
 #include <fcntl.h>
@@ -8,17 +7,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 #include "CPlatform.h"
-
-int instant_start_writeback(int fd, long long offset, long long count) {
-#if defined(__linux__)
-    return sync_file_range(fd, (off_t)offset, (off_t)count, SYNC_FILE_RANGE_WRITE);
-#else
-    (void)fd;
-    (void)offset;
-    (void)count;
-    return 0;
-#endif
-}
 
 static int lock_or_close(int fd) {
     while (flock(fd, LOCK_EX) != 0) {

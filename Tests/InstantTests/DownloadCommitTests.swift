@@ -63,6 +63,29 @@ import Testing
         }
     }
 
+    /// The PDF is synced in steps while it arrives; a step that fails (an I/O error) fails
+    /// the download with nothing committed and no file left, and the next download
+    /// completes.
+    @Test func aDownloadWhosePDFFailsToSyncStoresNothing() async throws {
+        try await TestServer.with { server in
+            // Incompressible and large: its frame passes several steps.
+            try await server.upload("doc", incompressiblePDF(1_500_000))
+            let fixture = try await WorkerFixture(server: server, upload: false)
+            defer { fixture.removeRoot() }
+            try await fixture.expectFailure("download", failpoint: "file.earlySync=eio")
+            do {
+                let store = try InstantStore(root: fixture.root)
+                defer { store.close() }
+                #expect(try store.cacheEntries().isEmpty, "nothing of the download is committed")
+            }
+            let left = try FileManager.default.contentsOfDirectory(
+                atPath: fixture.root.appendingPathComponent("tmp").path)
+            #expect(left.isEmpty, "\(left)")
+            try await fixture.expectOK("download")
+            try fixture.expectLayerStored()
+        }
+    }
+
     /// A download's commit fails after the PDF and the layer file were both renamed into
     /// place (an I/O error before the transaction's end): nothing is committed, and the
     /// orphans left behind are found by the next prune, which reads `tmp/` only.

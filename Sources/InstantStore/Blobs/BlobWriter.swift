@@ -6,8 +6,8 @@ import Foundation
 /// file (locked) from a dead writer's (free).
 ///
 /// Input is gathered into batches of up to ``batchSize`` bytes; each batch is hashed on one
-/// core while it is compressed and written on another, and the kernel is asked to start
-/// writing the compressed bytes back at once, so the final `fsync` has little left to do.
+/// core while it is compressed and written on another, and the compressed bytes are synced
+/// in steps as they are written (``EarlySync``), so the final `fsync` has little left to do.
 /// Memory stays bounded whatever the input size: one batch, zstd's window and one output
 /// buffer.
 final class BlobWriter {
@@ -19,6 +19,7 @@ final class BlobWriter {
 
     private let layout: StoreLayout
     private var file: POSIXFile
+    private let early = EarlySync()
     private var hasher = SHA256()
     private var encoder: ZstdEncoder?
     private let expectedSize: Int64?
@@ -31,13 +32,13 @@ final class BlobWriter {
         self.expectedSize = expectedSize
         batch = .allocate(byteCount: Self.batchSize, alignment: 16)
         file = try BlobWriter.lockedTempFile(layout)
-        let target = file
+        let (target, early) = (file, early)
         var written: Int64 = 0
         do {
             encoder = try ZstdEncoder(pledgedSize: expectedSize.map { UInt64($0) }) { (bytes) throws(StoreError) in
                 try target.write(bytes)
-                target.startWriteback(offset: written, count: bytes.count)
                 written += Int64(bytes.count)
+                early.wrote(target, upTo: written)
             }
         } catch {
             discard()
@@ -140,7 +141,7 @@ final class BlobWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             if expectedSize == nil { try recordContentSize() }
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size())
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size(), early: early)
         } catch {
             discard()
             throw error
@@ -193,12 +194,15 @@ struct StagedBlob {
     let hash: BlobHash
     let size: Int64
     let storedSize: Int64
+    /// The syncs started while the file was written.
+    let early: EarlySync
 
     var temporaryPath: String { file.path }
 
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
     func sync() throws(StoreError) {
         try Failpoint.check("blob.beforeFsync", path: file.path)
+        try early.waitAndCheck()
         try file.sync()
     }
 

@@ -12,6 +12,7 @@ import Foundation
 final class FrameWriter {
     private let layout: StoreLayout
     private let file: POSIXFile
+    private let early = EarlySync()
     private let decoder: ZstdDecoder
     private var hasher = SHA256()
     private let expectedFrameSize: Int64?
@@ -41,7 +42,7 @@ final class FrameWriter {
                 throw StoreError.sizeMismatch(expected: expectedFrameSize, actual: written)
             }
             try file.write(bytes)
-            file.startWriteback(offset: written - Int64(bytes.count), count: bytes.count)
+            early.wrote(file, upTo: written)
             // A frame the store could not keep is refused as soon as its header is in, so
             // the caller can ask for plain bytes before the whole frame has come.
             if !headerChecked, written >= 18 {
@@ -80,7 +81,7 @@ final class FrameWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             finished = true
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: written)
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: written, early: early)
         } catch {
             discard()
             throw error

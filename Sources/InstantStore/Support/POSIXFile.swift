@@ -88,13 +88,6 @@ final class POSIXFile: @unchecked Sendable {
         return Array(bytes.prefix(got))
     }
 
-    /// Starts writing `count` bytes from `offset` to disk without waiting, so the final
-    /// ``sync()`` has less left to wait for. Only a hint: failures are ignored (the
-    /// `fsync` that follows reports any real I/O error), and it does nothing off Linux.
-    func startWriteback(offset: Int64, count: Int) {
-        _ = instant_start_writeback(descriptor, offset, Int64(count))
-    }
-
     func sync() throws(StoreError) {
         try Failpoint.check("file.fsync", path: path)
         guard fsync(descriptor) == 0 else { throw .fromErrno("fsync", path) }

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import Dispatch
+import Synchronization
+
+/// Makes a file's bytes durable in steps while the file is still being written, on another
+/// thread, so the `fsync` that must come before a commit finds only the last step left.
+///
+/// Starting writeback (`sync_file_range`) is not enough: on a virtual disk the flush that
+/// makes bytes durable costs in proportion to the bytes written since the previous one, and
+/// only a sync issues it. A PDF arriving over the network takes a few milliseconds to come;
+/// syncing every ``step`` bytes of it meanwhile takes that flush off the download's end.
+/// (Measured on the corpus: the final fsyncs of a sequential round fell from about 27 ms to
+/// 5–10 ms; see docs/BENCHMARKS.md, session 24.)
+///
+/// Only an optimization: the writer's own `fsync` still runs before any commit and is what
+/// durability rests on. Each step syncs through a descriptor of its own, so an I/O error it
+/// meets is still reported to the writer's `fsync` too (Linux reports a writeback error once
+/// per open file description); a step that failed also fails ``waitAndCheck()``.
+///
+/// ```swift
+/// let early = EarlySync()
+/// try file.write(bytes)
+/// written += Int64(bytes.count)
+/// early.wrote(file, upTo: written)
+/// // … at the end:
+/// try early.waitAndCheck()
+/// try file.sync()
+/// ```
+final class EarlySync {
+    // Not Sendable: used by the file's one writer; only `Shared` crosses threads.
+    /// Bytes written between two steps.
+    static let step: Int64 = 256 << 10
+
+    /// The steps of every writer run here, one at a time: a thread of its own rather than
+    /// the global queue, whose few threads ``Parallel`` needs (a sync blocks its thread).
+    private static let queue = DispatchQueue(label: "instant-store.early-sync", qos: .utility)
+
+    private let shared = Shared()
+    /// The offset the last step was started at.
+    private var startedAt: Int64 = 0
+
+    /// Tells that the file now holds `end` bytes: starts a step when ``step`` more were
+    /// written since the last one and that one is done. Never blocks.
+    func wrote(_ file: POSIXFile, upTo end: Int64) {
+        guard end - startedAt >= Self.step, shared.start() else { return }
+        startedAt = end
+        // Reopened, not duplicated: a descriptor of its own (see above), closed by the step.
+        let descriptor = open("/proc/self/fd/\(file.descriptor)", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            // No /proc: no early steps; the final fsync does all the work.
+            shared.finish(failure: nil)
+            return
+        }
+        let (shared, path) = (self.shared, file.path)
+        Self.queue.async {
+            var failure: StoreError?
+            do throws(StoreError) {
+                try Failpoint.check("file.earlySync", path: path)
+                if fdatasync(descriptor) != 0 { failure = .fromErrno("fdatasync", path) }
+            } catch {
+                failure = error
+            }
+            close(descriptor)
+            shared.finish(failure: failure)
+        }
+    }
+
+    /// Waits for the step running, if one is, then throws the error a step met, if one did.
+    func waitAndCheck() throws(StoreError) {
+        shared.running.wait()
+        if let failure = shared.failure { throw failure }
+    }
+
+    /// What the writer and its steps share: whether a step runs, and what one met.
+    private final class Shared: Sendable {
+        private struct State {
+            var isRunning = false
+            var failure: StoreError?
+        }
+        private let state = Mutex(State())
+        /// Entered while a step runs.
+        let running = DispatchGroup()
+
+        /// Marks a step running; false when one already is (no queue of steps builds up).
+        func start() -> Bool {
+            let started = state.withLock { state in
+                if state.isRunning { return false }
+                state.isRunning = true
+                return true
+            }
+            if started { running.enter() }
+            return started
+        }
+
+        func finish(failure: StoreError?) {
+            state.withLock { state in
+                state.isRunning = false
+                if state.failure == nil { state.failure = failure }
+            }
+            running.leave()
+        }
+
+        var failure: StoreError? { state.withLock { $0.failure } }
+    }
+}
