@@ -33,6 +33,38 @@ import Testing
         #expect(try scratch.store.cacheEntries().map(\.documentIdentifier) == ["small"])
     }
 
+    /// A stream whose size is not announced (an upload) is copied once more at its end,
+    /// and the copy is committed: syncing the first file early would be wasted, so no
+    /// step runs (the same failpoint is never reached).
+    @Test func aStreamOfUnknownSizeHasNoStep() throws {
+        let scratch = try Scratch()
+        let result = try runWorker(["ingest-stream", scratch.root.path, "3"], failpoint: "file.earlySync=eio")
+        #expect(result.status == 0, "\(result.output)")
+    }
+
+    /// The writer's last step is waited for before the commit: a step held until the
+    /// writer has long finished, then failing, still fails the ingest.
+    @Test func theCommitWaitsForAStepUnderWay() async throws {
+        let scratch = try Scratch()
+        let pdf = try scratch.file(samplePDF(seed: 75, size: Self.large))
+        let hold = scratch.root.appendingPathComponent("hold").path
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        let failpoints = "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio"
+        let arguments = ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path]
+        async let finished = Task.detached { try runWorker(arguments, failpoint: failpoints) }.value
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: hold + ".reached") && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Long enough for the rest of the PDF and a commit that would not wait.
+        try await Task.sleep(for: .milliseconds(500))
+        try FileManager.default.removeItem(atPath: hold)
+        let result = try await finished
+        #expect(result.status == 2 && !result.signalled, "\(result.output)")
+        #expect(result.output.contains("file.earlySync.afterSync failed"), "\(result.output)")
+        #expect(try scratch.store.cacheEntries().isEmpty)
+    }
+
     @Test func aProcessKilledInAStepLeavesOnlyWhatRepairClears() throws {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 73)))

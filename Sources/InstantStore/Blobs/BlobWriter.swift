@@ -19,7 +19,7 @@ final class BlobWriter {
 
     private let layout: StoreLayout
     private var file: POSIXFile
-    private let early = EarlySync()
+    private let early: EarlySync
     private var hasher = SHA256()
     private var encoder: ZstdEncoder?
     private let expectedSize: Int64?
@@ -30,6 +30,9 @@ final class BlobWriter {
     init(layout: StoreLayout, expectedSize: Int64?) throws(StoreError) {
         self.layout = layout
         self.expectedSize = expectedSize
+        // A stream of unknown size is copied once more at its end (recordContentSize): the
+        // copy is what is committed, synced whole.
+        early = EarlySync(enabled: expectedSize != nil)
         batch = .allocate(byteCount: Self.batchSize, alignment: 16)
         file = try BlobWriter.lockedTempFile(layout)
         let (target, early) = (file, early)
@@ -141,7 +144,8 @@ final class BlobWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             if expectedSize == nil { try recordContentSize() }
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size(), early: early)
+            try early.finish()
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size())
         } catch {
             discard()
             throw error
@@ -151,6 +155,7 @@ final class BlobWriter {
     /// Removes the temp file; used on every failure path.
     func discard() {
         encoder = nil
+        early.cancel()
         try? FileSystem.remove(file.path)
         file.close()
     }
@@ -194,15 +199,12 @@ struct StagedBlob {
     let hash: BlobHash
     let size: Int64
     let storedSize: Int64
-    /// The syncs started while the file was written.
-    let early: EarlySync
 
     var temporaryPath: String { file.path }
 
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
     func sync() throws(StoreError) {
         try Failpoint.check("blob.beforeFsync", path: file.path)
-        try early.waitAndCheck()
         try file.sync()
     }
 

@@ -4,7 +4,8 @@ import Foundation
 
 /// Stores a zstd frame that arrives already compressed (a server's stored frame, sent
 /// with `Content-Encoding: zstd`) as it is: the bytes go to a temp file in `tmp/`
-/// unchanged, and are decompressed only to hash and count the PDF, never compressed again.
+/// unchanged (synced in steps as they arrive: ``EarlySync``), and are decompressed only to
+/// hash and count the PDF, never compressed again.
 ///
 /// The frame must be what the store keeps itself: one frame, its content size in the
 /// header, a content checksum at the end (checked as it is decompressed), and a window of
@@ -80,8 +81,9 @@ final class FrameWriter {
             if let expectedHash, expectedHash != hash {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
+            try early.finish()
             finished = true
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: written, early: early)
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: written)
         } catch {
             discard()
             throw error
@@ -150,6 +152,7 @@ final class FrameWriter {
     /// Removes the temp file; used on every failure path.
     func discard() {
         finished = true
+        early.cancel()
         try? FileSystem.remove(file.path)
         file.close()
     }

@@ -10,8 +10,8 @@ final class ZstdEncoder {
     /// about 60% more CPU time. Level −1 still finds the plain object tables and text (see
     /// docs/STORE.md, "Compression level").
     static let defaultLevel: Int32 = -1
-    /// Compressed bytes are handed on (and their writeback started) in pieces this size,
-    /// so the disk starts writing while a typical sub-megabyte PDF is still compressing.
+    /// Compressed bytes are handed on (written, and synced in steps: ``EarlySync``) in
+    /// pieces this size, so the disk starts writing while a PDF is still compressing.
     static let outputCapacity = 256 << 10
 
     private let context: OpaquePointer

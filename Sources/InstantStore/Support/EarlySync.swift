@@ -19,15 +19,15 @@ import Synchronization
 /// Only an optimization: the writer's own `fsync` still runs before any commit and is what
 /// durability rests on. Each step syncs through a descriptor of its own, so an I/O error it
 /// meets is still reported to the writer's `fsync` too (Linux reports a writeback error once
-/// per open file description); a step that failed also fails ``waitAndCheck()``.
+/// per open file description); a step that failed also fails ``finish()``.
 ///
 /// ```swift
 /// let early = EarlySync()
 /// try file.write(bytes)
 /// written += Int64(bytes.count)
 /// early.wrote(file, upTo: written)
-/// // … at the end:
-/// try early.waitAndCheck()
+/// // … the last byte written, before the commit and its write lock:
+/// try early.finish()
 /// try file.sync()
 /// ```
 final class EarlySync {
@@ -35,60 +35,85 @@ final class EarlySync {
     /// Bytes written between two steps.
     static let step: Int64 = 256 << 10
 
-    /// The steps of every writer run here, one at a time: a thread of its own rather than
-    /// the global queue, whose few threads ``Parallel`` needs (a sync blocks its thread).
-    private static let queue = DispatchQueue(label: "instant-store.early-sync", qos: .utility)
+    /// Where steps run: a concurrent queue (on dispatch's overcommit threads, not the global
+    /// queue whose few threads ``Parallel`` needs), so one writer's step never waits behind
+    /// another's. Each writer has at most one step at a time.
+    private static let queue = DispatchQueue(label: "instant-store.early-sync", qos: .utility, attributes: .concurrent)
 
     private let shared = Shared()
+    private let enabled: Bool
     /// The offset the last step was started at.
     private var startedAt: Int64 = 0
 
-    /// Tells that the file now holds `end` bytes: starts a step when ``step`` more were
-    /// written since the last one and that one is done. Never blocks.
-    func wrote(_ file: POSIXFile, upTo end: Int64) {
-        guard end - startedAt >= Self.step, shared.start() else { return }
-        startedAt = end
-        // Reopened, not duplicated: a descriptor of its own (see above), closed by the step.
-        let descriptor = open("/proc/self/fd/\(file.descriptor)", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            // No /proc: no early steps; the final fsync does all the work.
-            shared.finish(failure: nil)
-            return
-        }
-        let (shared, path) = (self.shared, file.path)
-        Self.queue.async {
-            var failure: StoreError?
-            do throws(StoreError) {
-                try Failpoint.check("file.earlySync", path: path)
-                if fdatasync(descriptor) != 0 { failure = .fromErrno("fdatasync", path) }
-            } catch {
-                failure = error
-            }
-            close(descriptor)
-            shared.finish(failure: failure)
-        }
+    /// `enabled: false` makes every call a no-op: for a file that will not be the one
+    /// committed (a stream whose size is not known is copied once more at its end).
+    init(enabled: Bool = true) {
+        self.enabled = enabled
     }
 
-    /// Waits for the step running, if one is, then throws the error a step met, if one did.
-    func waitAndCheck() throws(StoreError) {
+    /// Tells that the file now holds `end` bytes: starts a step when ``step`` more were
+    /// written since the last one and that one is done. Never waits for a step.
+    func wrote(_ file: POSIXFile, upTo end: Int64) {
+        #if os(Linux)
+            guard enabled, end - startedAt >= Self.step, shared.start() else { return }
+            startedAt = end
+            // Reopened, not duplicated: a descriptor of its own (see above), closed by the step.
+            let descriptor = open("/proc/self/fd/\(file.descriptor)", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                // No /proc (or no descriptor left): the final fsync does all the work.
+                shared.finish(failure: nil)
+                return
+            }
+            let (shared, path) = (self.shared, file.path)
+            Self.queue.async {
+                var failure: StoreError?
+                // A step that has not begun when the writer gives up is skipped: nobody
+                // needs it.
+                if !shared.isCancelled {
+                    do throws(StoreError) {
+                        try Failpoint.check("file.earlySync", path: path)
+                        if fdatasync(descriptor) != 0 { failure = .fromErrno("fdatasync", path) }
+                        try Failpoint.check("file.earlySync.afterSync", path: path)
+                    } catch {
+                        failure = error
+                    }
+                }
+                close(descriptor)
+                shared.finish(failure: failure)
+            }
+        #endif
+    }
+
+    /// Called once the last byte is written, before the commit (and outside its write
+    /// lock): waits for the step under way, if there is one, and throws the error a step
+    /// met, if one did.
+    func finish() throws(StoreError) {
         shared.running.wait()
         if let failure = shared.failure { throw failure }
     }
 
-    /// What the writer and its steps share: whether a step runs, and what one met.
+    /// The writer gave up: a step not begun yet is skipped; one running is not waited for.
+    func cancel() {
+        shared.cancel()
+    }
+
+    /// What the writer and its steps share: whether a step runs, what one met, and whether
+    /// the writer is done.
     private final class Shared: Sendable {
         private struct State {
             var isRunning = false
+            var isCancelled = false
             var failure: StoreError?
         }
         private let state = Mutex(State())
-        /// Entered while a step runs.
+        /// Entered while a step runs (or waits on the queue).
         let running = DispatchGroup()
 
-        /// Marks a step running; false when one already is (no queue of steps builds up).
+        /// Marks a step running; false when one already is (no queue of steps builds up),
+        /// when one failed (the writer will fail), or once the writer gave up.
         func start() -> Bool {
             let started = state.withLock { state in
-                if state.isRunning { return false }
+                if state.isRunning || state.isCancelled || state.failure != nil { return false }
                 state.isRunning = true
                 return true
             }
@@ -103,6 +128,12 @@ final class EarlySync {
             }
             running.leave()
         }
+
+        func cancel() {
+            state.withLock { $0.isCancelled = true }
+        }
+
+        var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
         var failure: StoreError? { state.withLock { $0.failure } }
     }
