@@ -43,21 +43,28 @@ import Testing
     }
 
     /// The writer's last step is waited for before the commit: a step held until the
-    /// writer has long finished, then failing, still fails the ingest.
+    /// writer has finished writing and begun to wait (a marker it leaves), then failing,
+    /// still fails the ingest, and nothing is committed.
     @Test func theCommitWaitsForAStepUnderWay() async throws {
         let scratch = try Scratch()
         let pdf = try scratch.file(samplePDF(seed: 75, size: Self.large))
         let hold = scratch.root.appendingPathComponent("hold").path
         #expect(FileManager.default.createFile(atPath: hold, contents: nil))
-        let failpoints = "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio"
+        // No file at `waiting`: that failpoint only leaves its marker and goes on.
+        let waiting = scratch.root.appendingPathComponent("waiting").path
+        let failpoints =
+            "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio,file.earlySync.beforeWait=wait:\(waiting)"
         let arguments = ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path]
         async let finished = Task.detached { try runWorker(arguments, failpoint: failpoints) }.value
-        let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: hold + ".reached") && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(10))
+        for marker in [hold, waiting] {
+            let deadline = Date().addingTimeInterval(60)
+            while !FileManager.default.fileExists(atPath: marker + ".reached") && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(FileManager.default.fileExists(atPath: marker + ".reached"), "never reached \(marker)")
         }
-        // Long enough for the rest of the PDF and a commit that would not wait.
-        try await Task.sleep(for: .milliseconds(500))
+        // A writer that did not wait would have committed by now.
+        try await Task.sleep(for: .milliseconds(100))
         try FileManager.default.removeItem(atPath: hold)
         let result = try await finished
         #expect(result.status == 2 && !result.signalled, "\(result.output)")

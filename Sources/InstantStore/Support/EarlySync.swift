@@ -35,11 +35,11 @@ final class EarlySync {
     /// Bytes written between two steps.
     static let step: Int64 = 256 << 10
 
-    /// Where steps run: a concurrent queue (on dispatch's overcommit threads, not the global
-    /// queue whose few threads ``Parallel`` needs), so one writer's step never waits behind
-    /// another's. Each writer has at most one step at a time.
-    private static let queue = DispatchQueue(label: "instant-store.early-sync", qos: .utility, attributes: .concurrent)
-
+    /// Where this writer's steps run, one at a time: a serial queue of its own, so its step
+    /// never waits behind another writer's. (Serial queues run on dispatch's overcommit
+    /// threads, which grow when blocked; a concurrent queue, like the global one whose few
+    /// threads ``Parallel`` needs, has as many threads as cores.)
+    private let queue = DispatchQueue(label: "instant-store.early-sync", qos: .utility)
     private let shared = Shared()
     private let enabled: Bool
     /// The offset the last step was started at.
@@ -65,10 +65,10 @@ final class EarlySync {
                 return
             }
             let (shared, path) = (self.shared, file.path)
-            Self.queue.async {
+            queue.async {
                 var failure: StoreError?
-                // A step that has not begun when the writer gives up is skipped: nobody
-                // needs it.
+                // A step that has not begun when the writer finishes or gives up is skipped:
+                // the final fsync does its work, or nobody needs it.
                 if !shared.isCancelled {
                     do throws(StoreError) {
                         try Failpoint.check("file.earlySync", path: path)
@@ -85,9 +85,11 @@ final class EarlySync {
     }
 
     /// Called once the last byte is written, before the commit (and outside its write
-    /// lock): waits for the step under way, if there is one, and throws the error a step
-    /// met, if one did.
+    /// lock): skips a step not begun yet (the final fsync does its work), waits for one
+    /// running, and throws the error a step met, if one did.
     func finish() throws(StoreError) {
+        try Failpoint.check("file.earlySync.beforeWait")
+        shared.cancel()
         shared.running.wait()
         if let failure = shared.failure { throw failure }
     }
@@ -110,7 +112,7 @@ final class EarlySync {
         let running = DispatchGroup()
 
         /// Marks a step running; false when one already is (no queue of steps builds up),
-        /// when one failed (the writer will fail), or once the writer gave up.
+        /// when one failed (the writer will fail), or once the writer finished or gave up.
         func start() -> Bool {
             let started = state.withLock { state in
                 if state.isRunning || state.isCancelled || state.failure != nil { return false }
