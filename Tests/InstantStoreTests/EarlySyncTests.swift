@@ -10,12 +10,19 @@ import Testing
     /// Large enough that its compressed bytes pass several steps.
     static let large = 3_000_000
 
-    @Test func aStepThatFailsFailsTheIngestAndStoresNothing() throws {
+    /// A store holding the document "kept"; then a worker ingests a large PDF as "new",
+    /// under `failpoint`.
+    private func ingestLarge(failpoint: String) throws -> (Scratch, (status: Int32, signalled: Bool, output: String)) {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 70)))
         let pdf = try scratch.file(samplePDF(seed: 71, size: Self.large))
         let result = try runWorker(
-            ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path], failpoint: "file.earlySync=eio")
+            ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path], failpoint: failpoint)
+        return (scratch, result)
+    }
+
+    @Test func aStepThatFailsFailsTheIngestAndStoresNothing() throws {
+        let (scratch, result) = try ingestLarge(failpoint: "file.earlySync=eio")
         #expect(result.status == 2 && !result.signalled, "\(result.output)")
         #expect(result.output.contains("file.earlySync failed"), "\(result.output)")
         #expect(scratch.files(in: "tmp").isEmpty)
@@ -73,11 +80,7 @@ import Testing
     }
 
     @Test func aProcessKilledInAStepLeavesOnlyWhatRepairClears() throws {
-        let scratch = try Scratch()
-        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 73)))
-        let pdf = try scratch.file(samplePDF(seed: 74, size: Self.large))
-        let result = try runWorker(
-            ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path], failpoint: "file.earlySync")
+        let (scratch, result) = try ingestLarge(failpoint: "file.earlySync")
         #expect(result.signalled, "the worker should die in a step: \(result.output)")
         let store = try InstantStore(root: scratch.root)
         let serious = try store.verify(VerifyOptions(deep: true)).remaining.filter {

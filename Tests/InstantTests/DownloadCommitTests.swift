@@ -72,8 +72,7 @@ import Testing
             try await server.upload("doc", incompressiblePDF(1_500_000))
             let fixture = try await WorkerFixture(server: server, upload: false)
             defer { fixture.removeRoot() }
-            let failed = try await fixture.run("download", failpoint: "file.earlySync=eio")
-            #expect(failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)")
+            let failed = try await fixture.expectFailure("download", failpoint: "file.earlySync=eio")
             #expect(failed.error.contains("file.earlySync"), "the step's error is the one reported: \(failed.error)")
             do {
                 let store = try InstantStore(root: fixture.root)

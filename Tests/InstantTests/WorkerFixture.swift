@@ -92,14 +92,17 @@ struct WorkerFixture {
 }
 
 extension WorkerFixture {
-    /// Runs the worker, which must fail (the operation, not the process: no "ok").
+    /// Runs the worker, which must fail (the operation, not the process: no "ok"), and
+    /// returns what it printed.
+    @discardableResult
     func expectFailure(_ command: String, failpoint: String, sourceLocation: SourceLocation = #_sourceLocation)
-        async throws
+        async throws -> Run
     {
         let failed = try await run(command, failpoint: failpoint)
         #expect(
             failed.ending.status != 0 && !failed.output.contains("ok"), "\(failed.output)",
             sourceLocation: sourceLocation)
+        return failed
     }
 
     /// The layer "L" of the document is stored, and the store deep-verifies clean.

@@ -105,9 +105,7 @@ extension InstantStore {
         // changes: synced.
         let durability: Catalog.Durability = isOrigin || layer != nil ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
-            if let withdrawn, withdrawn() {
-                throw StoreError.layerRemoved(document: document, layer: layer?.layer ?? "")
-            }
+            try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both.
             var documentRow: DocumentRecord?

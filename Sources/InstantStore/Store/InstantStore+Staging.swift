@@ -53,9 +53,7 @@ extension InstantStore {
     ) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
         try catalog.write { db in
-            if let withdrawn, withdrawn() {
-                throw StoreError.layerRemoved(document: staged.document, layer: staged.layer)
-            }
+            try Self.refuseIfWithdrawn(withdrawn, document: staged.document, layer: staged.layer)
             if requiringPDF {
                 guard let tenantID = try self.catalog.tenantID(staged.tenant, create: false, in: db),
                     try self.catalog.document(tenantID, staged.document, in: db)?.blobSha256 != nil
@@ -71,6 +69,14 @@ extension InstantStore {
     }
 
     // MARK: Steps of a layer's commit, inside the catalog transaction
+
+    /// Throws `layerRemoved` when `withdrawn` says the app removed what the commit is for
+    /// (asked inside the transaction, so a removal that came first is never undone).
+    static func refuseIfWithdrawn(_ withdrawn: (@Sendable () -> Bool)?, document: String, layer: String)
+        throws(StoreError)
+    {
+        if let withdrawn, withdrawn() { throw .layerRemoved(document: document, layer: layer) }
+    }
 
     /// The row of the staged layer's document (created when missing) and its PDF, once
     /// sure the document has no layer of that name yet.

@@ -13,8 +13,8 @@ import Synchronization
 /// makes bytes durable costs in proportion to the bytes written since the previous one, and
 /// only a sync issues it. A PDF arriving over the network takes a few milliseconds to come;
 /// syncing every ``step`` bytes of it meanwhile takes that flush off the download's end.
-/// (Measured on the corpus: the final fsyncs of a sequential round fell from about 27 ms to
-/// 5–10 ms; see docs/BENCHMARKS.md, session 24.)
+/// (The corpus downloaded one PDF after another: the final blob fsyncs of a round fell from
+/// 43–65 ms to 16–23 ms; see docs/BENCHMARKS.md, session 24.)
 ///
 /// Only an optimization: the writer's own `fsync` still runs before any commit and is what
 /// durability rests on. Each step syncs through a descriptor of its own, so an I/O error it
