@@ -23,7 +23,7 @@ import Testing
         ("remove-unreferenced", "gc.afterDeleteRow"), ("remove-unreferenced", "gc.afterUnlink"),
         ("prune", "remove.afterMark"), ("prune", "gc.afterUnlink"),
     ])
-    func killedAtFailpoint(command: String, failpoint: String) throws {
+    func killedAtFailpoint(command: String, failpoint: String) async throws {
         let scratch = try Scratch()
         let tenant = Scratch.tenant.string
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 50)))
@@ -43,7 +43,7 @@ import Testing
             case "prune": ["0"]
             default: []
             }
-        let result = try runWorker([command, scratch.root.path] + arguments, failpoint: failpoint)
+        let result = try await runWorker([command, scratch.root.path] + arguments, failpoint: failpoint)
         #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
 
         let store = try InstantStore(root: scratch.root)
@@ -56,10 +56,10 @@ import Testing
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 
-    @Test func diskFullGivesAClearErrorAndAConsistentStore() throws {
+    @Test func diskFullGivesAClearErrorAndAConsistentStore() async throws {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 60)))
-        let result = try runWorker(
+        let result = try await runWorker(
             ["ingest", scratch.root.path, Scratch.tenant.string, "new", try scratch.file(samplePDF(seed: 61)).path],
             failpoint: "file.write=enospc")
         #expect(result.status == 2 && !result.signalled)
@@ -74,10 +74,8 @@ import Testing
     @Test func collectorRacingWritersNeverLosesAReferencedBlob() async throws {
         let scratch = try Scratch()
         let rounds = ProcessInfo.processInfo.environment["INSTANT_STRESS_ROUNDS"] ?? "1000"
-        async let writer = Task.detached {
-            try runWorker(["ingest-loop", scratch.root.path, Scratch.tenant.string, rounds])
-        }.value
-        async let collector = Task.detached { try runWorker(["gc-loop", scratch.root.path, rounds]) }.value
+        async let writer = runWorker(["ingest-loop", scratch.root.path, Scratch.tenant.string, rounds])
+        async let collector = runWorker(["gc-loop", scratch.root.path, rounds])
         let (written, collected) = try await (writer, collector)
         #expect(written.status == 0, "writer: \(written.output)")
         #expect(collected.status == 0, "collector: \(collected.output)")

@@ -12,17 +12,19 @@ import Testing
 
     /// A store holding the document "kept"; then a worker ingests a large PDF as "new",
     /// under `failpoint`.
-    private func ingestLarge(failpoint: String) throws -> (Scratch, (status: Int32, signalled: Bool, output: String)) {
+    private func ingestLarge(failpoint: String) async throws -> (
+        Scratch, (status: Int32, signalled: Bool, output: String)
+    ) {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 70)))
         let pdf = try scratch.file(samplePDF(seed: 71, size: Self.large))
-        let result = try runWorker(
+        let result = try await runWorker(
             ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path], failpoint: failpoint)
         return (scratch, result)
     }
 
-    @Test func aStepThatFailsFailsTheIngestAndStoresNothing() throws {
-        let (scratch, result) = try ingestLarge(failpoint: "file.earlySync=eio")
+    @Test func aStepThatFailsFailsTheIngestAndStoresNothing() async throws {
+        let (scratch, result) = try await ingestLarge(failpoint: "file.earlySync=eio")
         #expect(result.status == 2 && !result.signalled, "\(result.output)")
         #expect(result.output.contains("file.earlySync failed"), "\(result.output)")
         #expect(scratch.files(in: "tmp").isEmpty)
@@ -31,10 +33,10 @@ import Testing
     }
 
     /// Below one step nothing is synced early: the same failpoint is never reached.
-    @Test func aSmallBlobHasNoStep() throws {
+    @Test func aSmallBlobHasNoStep() async throws {
         let scratch = try Scratch()
         let pdf = try scratch.file(samplePDF(seed: 72, size: 100_000))
-        let result = try runWorker(
+        let result = try await runWorker(
             ["ingest", scratch.root.path, Scratch.tenant.string, "small", pdf.path], failpoint: "file.earlySync=eio")
         #expect(result.status == 0, "\(result.output)")
         #expect(try scratch.store.cacheEntries().map(\.documentIdentifier) == ["small"])
@@ -43,9 +45,9 @@ import Testing
     /// A stream whose size is not announced (an upload) is copied once more at its end,
     /// and the copy is committed: syncing the first file early would be wasted, so no
     /// step runs (the same failpoint is never reached).
-    @Test func aStreamOfUnknownSizeHasNoStep() throws {
+    @Test func aStreamOfUnknownSizeHasNoStep() async throws {
         let scratch = try Scratch()
-        let result = try runWorker(["ingest-stream", scratch.root.path, "3"], failpoint: "file.earlySync=eio")
+        let result = try await runWorker(["ingest-stream", scratch.root.path, "3"], failpoint: "file.earlySync=eio")
         #expect(result.status == 0, "\(result.output)")
     }
 
@@ -62,7 +64,7 @@ import Testing
         let failpoints =
             "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio,file.earlySync.beforeWait=wait:\(waiting)"
         let arguments = ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path]
-        async let finished = Task.detached { try runWorker(arguments, failpoint: failpoints) }.value
+        async let finished = runWorker(arguments, failpoint: failpoints)
         for marker in [hold, waiting] {
             let deadline = Date().addingTimeInterval(60)
             while !FileManager.default.fileExists(atPath: marker + ".reached") && Date() < deadline {
@@ -79,8 +81,8 @@ import Testing
         #expect(try scratch.store.cacheEntries().isEmpty)
     }
 
-    @Test func aProcessKilledInAStepLeavesOnlyWhatRepairClears() throws {
-        let (scratch, result) = try ingestLarge(failpoint: "file.earlySync")
+    @Test func aProcessKilledInAStepLeavesOnlyWhatRepairClears() async throws {
+        let (scratch, result) = try await ingestLarge(failpoint: "file.earlySync")
         #expect(result.signalled, "the worker should die in a step: \(result.output)")
         let store = try InstantStore(root: scratch.root)
         let serious = try store.verify(VerifyOptions(deep: true)).remaining.filter {

@@ -37,13 +37,13 @@ import Testing
         "rebuild.beforeCommit", "rebuild.beforeStage", "rebuild.afterStage", "rebuild.afterQuarantineOld",
         "rebuild.afterInstall", "quarantine.afterLink",
     ])
-    func rebuildKilled(failpoint: String) throws {
+    func rebuildKilled(failpoint: String) async throws {
         let scratch = try storeWithDuplicate()
         scratch.store.close()
         let catalog = scratch.store.layout.catalogPath
         let before = [catalog, catalog + "-wal"].map { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
         let layersBefore = scratch.files(in: "layers").sorted()
-        let result = try runWorker(["rebuild", scratch.root.path], failpoint: failpoint)
+        let result = try await runWorker(["rebuild", scratch.root.path], failpoint: failpoint)
         #expect(result.signalled, "the rebuild should die at \(failpoint): \(result.output)")
         if ["rebuild.beforeCommit", "rebuild.beforeStage"].contains(failpoint) {
             // Before its commit point a rebuild changes nothing outside tmp/.
@@ -71,9 +71,9 @@ import Testing
         "replace.afterSalvage", "replace.afterRename", "replace.beforeCommit", "replace.afterCommit",
         "quarantine.afterLink",
     ])
-    func replacementKilled(failpoint: String) throws {
+    func replacementKilled(failpoint: String) async throws {
         let (scratch, oldKey) = try storeWithDamagedLayer()
-        let result = try runWorker(["repair", scratch.root.path], failpoint: failpoint)
+        let result = try await runWorker(["repair", scratch.root.path], failpoint: failpoint)
         #expect(result.signalled, "the repair should die at \(failpoint): \(result.output)")
         // Nothing that held the change was deleted: the old file is in layers/ or quarantine/.
         let old = StoreLayout.layerRelativePath(key: oldKey)
@@ -86,7 +86,7 @@ import Testing
     /// An orphan holding a pending change (its row lost) and a clean orphan (a create
     /// killed after its rename), swept by GC.
     @Test(arguments: ["gc.beforeAdoptCommit", "gc.afterOrphanUnlink", "quarantine.afterLink"])
-    func orphanSweepKilled(failpoint: String) throws {
+    func orphanSweepKilled(failpoint: String) async throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
         try layer.create(id: "pending", content: note("must survive"))
@@ -95,23 +95,23 @@ import Testing
         try FileSystem.copy(
             scratch.store.layout.layerPath(key: layer.key), to: scratch.store.layout.layerPath(key: copy))
         try dropLayerRow(scratch.store, key: layer.key)
-        let killed = try runWorker(
+        let killed = try await runWorker(
             ["create-layer", scratch.root.path, Scratch.tenant.string, "e", "clean"], failpoint: "layer.afterRename")
         #expect(killed.signalled)
-        let result = try runWorker(["gc", scratch.root.path], failpoint: failpoint)
+        let result = try await runWorker(["gc", scratch.root.path], failpoint: failpoint)
         #expect(result.signalled, "gc should die at \(failpoint): \(result.output)")
         try expectPendingSurvives(scratch.root)
     }
 
     @Test(arguments: ["quarantine.beforeRestoreCommit", "quarantine.afterRestore"])
-    func restoreKilled(failpoint: String) throws {
+    func restoreKilled(failpoint: String) async throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
         try layer.create(id: "pending", content: note("must survive"))
         layer.close()
         try dropLayerRow(scratch.store, key: layer.key)
         let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
-        let result = try runWorker(["restore", scratch.root.path, name], failpoint: failpoint)
+        let result = try await runWorker(["restore", scratch.root.path, name], failpoint: failpoint)
         #expect(result.signalled, "restore should die at \(failpoint): \(result.output)")
         let store = try InstantStore(root: scratch.root)
         if try !store.hasLayer(tenant: Scratch.tenant, document: "d", layer: "L") {
@@ -122,17 +122,17 @@ import Testing
     }
 
     /// A killed create and a killed ingest leave orphans that prune finds from tmp/ alone.
-    @Test func pruneSweepsWhatDeadWritersLeft() throws {
+    @Test func pruneSweepsWhatDeadWritersLeft() async throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
         try layer.create(id: "pending", content: note("must survive"))
         layer.close()
         #expect(
-            try runWorker(
+            try await runWorker(
                 ["create-layer", scratch.root.path, Scratch.tenant.string, "e", "clean"], failpoint: "layer.afterRename"
             ).signalled)
         #expect(
-            try runWorker(
+            try await runWorker(
                 ["ingest", scratch.root.path, Scratch.tenant.string, "f", scratch.file(samplePDF(seed: 5)).path],
                 failpoint: "blob.afterRename"
             ).signalled)
@@ -160,7 +160,7 @@ import Testing
         try dirty.create(id: "pending", content: note("keeps the document"))
         dirty.close()
         let writer = Task.detached {
-            try runWorker(["annotate-loop", scratch.root.path, Scratch.tenant.string, "d", "a", "400"])
+            try await runWorker(["annotate-loop", scratch.root.path, Scratch.tenant.string, "d", "a", "400"])
         }
         var refusals = 0
         for _ in 0..<25 {

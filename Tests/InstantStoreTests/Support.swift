@@ -51,26 +51,20 @@ func note(_ text: String) -> Data {
     Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,10,10],"text":"\#(text)"}"#.utf8)
 }
 
-/// Runs the worker executable built with the tests; returns its exit status (or signal).
+/// Runs the worker executable built with the tests and waits for it without holding a
+/// thread: the suite's in-process servers share the two threads of Swift's cooperative
+/// pool, and a test that blocked one (or both, with two workers) for a worker's whole run
+/// froze every other test's server for as long (CI saw 30 s request deadlines pass).
+/// Returns its exit status (or signal) and everything it wrote, output then errors.
 @discardableResult
-func runWorker(_ arguments: [String], failpoint: String? = nil) throws -> (
-    status: Int32, signalled: Bool, output: String
-) {
-    let process = Process()
-    process.executableURL = workerURL
-    process.arguments = arguments
+func runWorker(_ arguments: [String], failpoint: String? = nil, within limit: Duration = .seconds(600))
+    async throws -> (status: Int32, signalled: Bool, output: String)
+{
     var environment = ProcessInfo.processInfo.environment
     environment["INSTANT_FAILPOINT"] = failpoint
-    process.environment = environment
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-        process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: output, as: UTF8.self)
-    )
+    let process = try ChildProcess(workerURL, arguments, environment: environment)
+    let ending = try await process.exit(within: limit)
+    return (ending.status, ending.signalled, process.standardOutput + process.standardError)
 }
 
 /// `instant-store-worker`, built with the tests.

@@ -31,7 +31,7 @@ import Testing
                 _ = try store.removeLayer(tenant: tenant, document: "doc", layer: "L")
                 #expect(try store.intactPDF(tenant: tenant, document: "doc") != nil, "the PDF stays")
             }
-            let hold = Hold()
+            let hold = try Hold()
             defer { hold.remove() }
             let download = try fixture.start("download", failpoint: hold.failpoint("download.afterPDF"))
             try await hold.waitUntilReached()
@@ -117,7 +117,7 @@ import Testing
             try await server.upload("doc", pdf)
             let fixture = try await WorkerFixture(server: server, upload: false)
             defer { fixture.removeRoot() }
-            let hold = Hold()
+            let hold = try Hold()
             defer { hold.remove() }
             let download = try fixture.start("download", failpoint: hold.failpoint("download.afterPDF"))
             try await hold.waitUntilReached()
@@ -141,7 +141,7 @@ import Testing
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
             defer { fixture.removeRoot() }
-            let hold = Hold()
+            let hold = try Hold()
             defer { hold.remove() }
             let run = try await fixture.run(
                 "download-removing-document", hold.path, failpoint: hold.failpoint("blob.beforeCommit"))
@@ -165,7 +165,7 @@ import Testing
         try await TestServer.with { server in
             let fixture = try await WorkerFixture(server: server)
             defer { fixture.removeRoot() }
-            let hold = Hold()
+            let hold = try Hold()
             defer { hold.remove() }
             let run = try await fixture.run(
                 "download-removing-document", hold.path, "behind",

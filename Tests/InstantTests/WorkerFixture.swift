@@ -138,7 +138,7 @@ extension WorkerFixture {
 /// Where a worker waits at a failpoint (`wait:` action) until the test lets it go on.
 ///
 /// ```swift
-/// let hold = Hold()
+/// let hold = try Hold()
 /// defer { hold.remove() }
 /// let worker = try fixture.start("download", failpoint: hold.failpoint("download.afterPDF"))
 /// try await hold.waitUntilReached()
@@ -148,7 +148,12 @@ extension WorkerFixture {
 struct Hold {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("hold-\(UUID())").path
 
-    init() { FileManager.default.createFile(atPath: path, contents: nil) }
+    /// A hold that does not exist holds nothing: the worker would run on unseen.
+    init() throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+    }
 
     /// The failpoint rule that holds a worker at `name`.
     func failpoint(_ name: String) -> String { "\(name)=wait:\(path)" }

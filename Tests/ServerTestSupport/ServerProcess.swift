@@ -60,7 +60,7 @@ public struct ServerProcess: Sendable {
         request.headers.add(name: "Authorization", value: "Token token=\"\(token ?? apiToken)\"")
         if let accept { request.headers.add(name: "Accept", value: accept) }
         if let body { request.body = .bytes(ByteBuffer(data: body)) }
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: TestServer.requestDeadline)
         return Reply(status: response.status.code, body: Data(buffer: try await response.body.collect(upTo: 64 << 20)))
     }
 

@@ -13,6 +13,10 @@ import NIOHTTP1
 /// that talk real HTTP to it with async-http-client.
 public struct TestServer: Sendable {
     public static let apiToken = "test-api-token"
+    /// The longest a test's request may take. Generous: a request waits behind every write
+    /// to its layer (50 syncs of one layer commit one after another, each with its fsync),
+    /// and CI's disks can be slow; a request that takes this long is stuck.
+    public static let requestDeadline: TimeAmount = .seconds(120)
     public let base: String
     public let privateKeyPEM: String
     public let http: HTTPClient
@@ -77,7 +81,7 @@ public struct TestServer: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(data: body)) }
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: Self.requestDeadline)
         let bytes = try await response.body.collect(upTo: 64 << 20)
         return Reply(
             status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
