@@ -33,6 +33,9 @@ let package = Package(
         ),
         // The few platform calls Swift's Glibc module does not expose (sync_file_range).
         .target(name: "CPlatform"),
+        // Child processes without Foundation's Process (see SpawnedProcess), for the demo
+        // and the tests.
+        .target(name: "Spawn", dependencies: ["CPlatform"]),
         // The content-addressed, reference-counted store. No networking.
         .target(
             name: "InstantStore",
@@ -60,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "instantctl",
             dependencies: [
-                "Instant", "InstantStore", "InstantProtocol",
+                "Instant", "InstantStore", "InstantProtocol", "Spawn",
                 // The demo runs a server in the process and uploads to it as a backend would.
                 "InstantServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -166,7 +169,7 @@ let package = Package(
             dependencies: ["Instant", "InstantProtocol"],
             path: "Tests/ClientWorker"
         ),
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Spawn"], path: "Tests/TestSupport"),
         // A real server on a loopback port for the server's and the client's tests.
         .target(
             name: "ServerTestSupport",

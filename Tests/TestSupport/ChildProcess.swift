@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// A child process whose standard output and error go to temporary files, so a test can
 /// wait for a line, signal the process and read everything it wrote once it exits.
@@ -14,17 +15,9 @@ import Foundation
 /// ```
 public final class ChildProcess: Sendable {
     /// How a process ended.
-    public struct Ending: Sendable, Equatable {
-        public var status: Int32
-        public var signalled: Bool
+    public typealias Ending = SpawnedProcess.Ending
 
-        public init(status: Int32, signalled: Bool = false) {
-            self.status = status
-            self.signalled = signalled
-        }
-    }
-
-    private let process: Process
+    private let process: SpawnedProcess
     private let outputFile: URL
     private let errorFile: URL
 
@@ -36,10 +29,6 @@ public final class ChildProcess: Sendable {
         let name = UUID().uuidString
         outputFile = directory.appendingPathComponent("child-\(name).out")
         errorFile = directory.appendingPathComponent("child-\(name).err")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment ?? ProcessInfo.processInfo.environment
         for file in [outputFile, errorFile] {
             guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
                 throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
@@ -51,27 +40,19 @@ public final class ChildProcess: Sendable {
             try? output.close()
             try? error.close()
         }
-        process.standardOutput = output
-        process.standardError = error
-        var inputHandle: FileHandle?
-        if let input {
-            let inputFile = directory.appendingPathComponent("child-\(name).in")
-            try input.write(to: inputFile)
-            defer { try? FileManager.default.removeItem(at: inputFile) }
-            let reading = try FileHandle(forReadingFrom: inputFile)
-            process.standardInput = reading
-            inputHandle = reading
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        self.process = process
-        try process.run()
-        // The child has its own copy now.
-        try? inputHandle?.close()
+        let inputFile = directory.appendingPathComponent("child-\(name).in")
+        try (input ?? Data()).write(to: inputFile)
+        defer { try? FileManager.default.removeItem(at: inputFile) }
+        let reading = try FileHandle(forReadingFrom: input == nil ? URL(fileURLWithPath: "/dev/null") : inputFile)
+        // The child has its own copies once it is started.
+        defer { try? reading.close() }
+        process = try SpawnedProcess(
+            executable.path, arguments, environment: environment, standardInput: reading.fileDescriptor,
+            standardOutput: output.fileDescriptor, standardError: error.fileDescriptor)
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        // SpawnedProcess stops a child nobody waited for.
         try? FileManager.default.removeItem(at: outputFile)
         try? FileManager.default.removeItem(at: errorFile)
     }
@@ -101,12 +82,11 @@ public final class ChildProcess: Sendable {
     public var isRunning: Bool { process.isRunning }
 
     /// Sends `signal` (such as `SIGTERM`).
-    public func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    public func signal(_ signal: Int32) { process.signal(signal) }
 
     /// How the process ended, waiting at most `limit` (then it is killed and this throws).
     public func exit(within limit: Duration = .seconds(30)) async throws -> Ending {
-        _ = try await poll(within: limit, "the process to exit") { process.isRunning ? nil : true }
-        return Ending(status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal)
+        try await poll(within: limit, "the process to exit") { process.ending }
     }
 
     private func poll<T>(within limit: Duration, _ what: String, _ check: () -> T?) async throws -> T {
@@ -116,7 +96,7 @@ public final class ChildProcess: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         if let value = check() { return value }
-        if process.isRunning { process.terminate() }
+        process.signal(SIGTERM)
         throw ChildProcessTimeout(
             message: "waited \(limit) for \(what)\nstdout: \(standardOutput)\nstderr: \(standardError)")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import Synchronization
 
 #if canImport(Glibc)
@@ -45,24 +46,23 @@ struct DemoShell {
     @discardableResult
     func run(_ arguments: [String], token: Token? = nil, input: String? = nil) async throws -> Int32 {
         show(arguments, token: token, input: input)
-        let process = try process(arguments, token: token)
-        let feed = input.map { _ in Pipe() }
-        process.standardInput = feed ?? FileHandle.nullDevice
+        let feed = try SpawnedProcess.pipe()
+        let process: SpawnedProcess
+        do {
+            defer { close(feed.read) }  // the child has its own copy
+            process = try SpawnedProcess(
+                executable.path, arguments, environment: environment(token), standardInput: feed.read)
+        } catch {
+            close(feed.write)
+            throw error
+        }
+        // A few bytes, which the pipe holds whether or not the command reads them; one that
+        // could not take them says so by its exit status.
+        if let input { try? FileHandle(fileDescriptor: feed.write).write(contentsOf: Data(input.utf8)) }
+        close(feed.write)
         // Waited for without blocking a thread: the demo's server answers on this process's
         // threads while the command runs.
-        let status = try await withCheckedThrowingContinuation { (done: CheckedContinuation<Int32, any Error>) in
-            process.terminationHandler = { done.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                done.resume(throwing: error)
-                return
-            }
-            if let feed, let input {
-                try? feed.fileHandleForWriting.write(contentsOf: Data(input.utf8))
-                try? feed.fileHandleForWriting.close()
-            }
-        }
+        let status = try await process.exit().status
         if status != 0 {
             output.print(Output.colour ? Style.dim("(exit status \(status))") : "(exit status \(status))")
         }
@@ -72,18 +72,13 @@ struct DemoShell {
     /// Prints and starts `instantctl ARGUMENTS &`, its output collected (see ``Background``).
     func start(_ arguments: [String], token: Token? = nil) throws -> Background {
         show(arguments + ["&"], token: token, input: nil)
-        let process = try process(arguments, token: token)
-        return try Background(process)
+        return try Background(executable.path, arguments, environment: environment(token))
     }
 
-    private func process(_ arguments: [String], token: Token?) throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+    private func environment(_ token: Token?) -> [String: String] {
         var environment = self.environment
         if let token { environment["INSTANT_JWT"] = token.value }
-        process.environment = environment
-        return process
+        return environment
     }
 
     private func show(_ arguments: [String], token: Token?, input: String?) {
@@ -106,18 +101,29 @@ struct DemoShell {
     /// A command running in the background; its standard output is collected, for the
     /// demo to show when it is ready (standard error goes to the terminal).
     final class Background: Sendable {
-        private let process: Process
+        private let process: SpawnedProcess
         private let collected = Mutex(Data())
         private let shown = Mutex(0)
         /// The pipe reached its end (the command exited, and all it wrote is collected).
         private let ended = Atomic<Bool>(false)
+        /// The pipe's reading end, watched while the command writes (kept here, or it would go).
+        private let reading: FileHandle
 
-        init(_ process: Process) throws {
-            self.process = process
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardInput = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+            let pipe = try SpawnedProcess.pipe()
+            do {
+                defer { close(pipe.write) }  // the child has its own copy
+                let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                guard null >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                defer { close(null) }
+                process = try SpawnedProcess(
+                    executable, arguments, environment: environment, standardInput: null, standardOutput: pipe.write)
+            } catch {
+                close(pipe.read)
+                throw error
+            }
+            reading = FileHandle(fileDescriptor: pipe.read, closeOnDealloc: true)
+            reading.readabilityHandler = { [weak self] handle in
                 let data = handle.availableData
                 guard !data.isEmpty else {
                     // The end: stop watching, or the handler would be called again and again.
@@ -127,13 +133,9 @@ struct DemoShell {
                 }
                 self?.collected.withLock { $0.append(data) }
             }
-            try process.run()
         }
 
-        deinit {
-            // A tour cut short must not leave the command running.
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
+        // A tour cut short must not leave the command running: SpawnedProcess stops it.
 
         /// The complete lines written so far.
         var lines: [String] {
@@ -167,17 +169,17 @@ struct DemoShell {
         /// Sends `signal` and waits (10 s at most, then SIGKILL) for the exit and the end of
         /// its output; returns the exit status.
         func stop(_ signal: Int32) async -> Int32 {
-            kill(process.processIdentifier, signal)
+            process.signal(signal)
             let deadline = ContinuousClock.now + .seconds(10)
             while process.isRunning {
-                if ContinuousClock.now > deadline { kill(process.processIdentifier, SIGKILL) }
+                if ContinuousClock.now > deadline { process.signal(SIGKILL) }
                 try? await Task.sleep(for: .milliseconds(20))
             }
             let drained = ContinuousClock.now + .seconds(2)
             while !ended.load(ordering: .relaxed) && ContinuousClock.now < drained {
                 try? await Task.sleep(for: .milliseconds(10))
             }
-            return process.terminationStatus
+            return process.ending?.status ?? -1
         }
     }
 }
