@@ -198,7 +198,7 @@ let package = Package(
         .testTarget(
             name: "InstantctlTests",
             dependencies: [
-                "Instant", "InstantStore", "InstantProtocol", "TestSupport", "ServerTestSupport",
+                "Instant", "InstantStore", "InstantProtocol", "Spawn", "TestSupport", "ServerTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -17,7 +17,8 @@ import Synchronization
 public final class SpawnedProcess: Sendable {
     /// How a process ended: its exit status, or the signal that ended it.
     public struct Ending: Sendable, Equatable {
-        /// The exit status, or the signal's number when ``signalled``.
+        /// The exit status, or the signal's number when ``signalled``; -1 when the process
+        /// was waited for elsewhere and how it ended is unknown.
         public var status: Int32
         /// A signal ended the process.
         public var signalled: Bool
@@ -58,9 +59,13 @@ public final class SpawnedProcess: Sendable {
     }
 
     deinit {
-        // A child nobody waited for: stop it, and leave no zombie behind.
-        if ending == nil {
-            kill(pid, SIGKILL)
+        // A child nobody waited for: stop it, and leave no zombie behind. Reaped on a thread
+        // of its own: a child in the middle of an fsync dies only when the fsync returns,
+        // and the thread that let go of this object may be one of Swift's cooperative pool.
+        guard ending == nil else { return }
+        kill(pid, SIGKILL)
+        let pid = pid
+        Thread.detachNewThread {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
@@ -73,6 +78,12 @@ public final class SpawnedProcess: Sendable {
             var status: Int32 = 0
             var result: pid_t
             repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+            if result < 0 {
+                // ECHILD: someone else reaped it (or SIGCHLD is ignored). It has ended, how
+                // is unknown; no signal may go to its id again, which may be another's now.
+                ending = Ending(status: -1)
+                return ending
+            }
             guard result == pid else { return nil }
             // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import.
             let signal = status & 0x7F

@@ -40,6 +40,11 @@ struct Instantctl: AsyncParsableCommand {
 
     /// Runs the command, mapping every failure to one documented exit status.
     static func main() async {
+        // A reader that has gone (`| head`) is an EPIPE that Output handles (the command
+        // ends, nothing is cut short mid-write), not a signal that kills the process in
+        // whatever it was doing. Not left to chance: a shell starts us with SIGPIPE's
+        // default action, and NIO ignores it only once a client command opens a socket.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

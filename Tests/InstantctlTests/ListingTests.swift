@@ -1,6 +1,8 @@
 import Foundation
 import Instant
 import InstantStore
+import Spawn
+import TestSupport
 import Testing
 
 /// `ls` and `du`: human and JSON output, filters, exit statuses.
@@ -93,5 +95,20 @@ import Testing
         #expect(help.output.contains("3  refused"))
         let version = try await instantctl(["--version"], root: nil)
         #expect(version.status == 0 && !version.output.isEmpty)
+    }
+
+    /// Output to a reader that has gone (`| head`) ends the command with its own status, not
+    /// a SIGPIPE, even though a shell starts it with SIGPIPE's default action (as here) and
+    /// an offline command opens no socket (whose NIO would ignore SIGPIPE).
+    @Test func aReaderThatHasGoneIsNotASignal() async throws {
+        try await withDemoStore { root, _ in
+            let pipe = try SpawnedProcess.pipe()
+            close(pipe.read)  // the reader has gone before the first write
+            defer { close(pipe.write) }
+            let ls = try SpawnedProcess(
+                Executables.url("instantctl").path, ["ls", "--root", root.path], standardOutput: pipe.write)
+            let ending = try await ls.exit()
+            #expect(ending == SpawnedProcess.Ending(status: 0), "killed by signal \(ending.status)?")
+        }
     }
 }

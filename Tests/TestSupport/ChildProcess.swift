@@ -40,15 +40,25 @@ public final class ChildProcess: Sendable {
             try? output.close()
             try? error.close()
         }
-        let inputFile = directory.appendingPathComponent("child-\(name).in")
-        try (input ?? Data()).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let reading = try FileHandle(forReadingFrom: input == nil ? URL(fileURLWithPath: "/dev/null") : inputFile)
-        // The child has its own copies once it is started.
-        defer { try? reading.close() }
-        process = try SpawnedProcess(
-            executable.path, arguments, environment: environment, standardInput: reading.fileDescriptor,
-            standardOutput: output.fileDescriptor, standardError: error.fileDescriptor)
+        do {
+            var inputURL = URL(fileURLWithPath: "/dev/null")
+            if let input {
+                inputURL = directory.appendingPathComponent("child-\(name).in")
+                try input.write(to: inputURL)
+            }
+            defer { if input != nil { try? FileManager.default.removeItem(at: inputURL) } }
+            let reading = try FileHandle(forReadingFrom: inputURL)
+            // The child has its own copies once it is started.
+            defer { try? reading.close() }
+            process = try SpawnedProcess(
+                executable.path, arguments, environment: environment, standardInput: reading.fileDescriptor,
+                standardOutput: output.fileDescriptor, standardError: error.fileDescriptor)
+        } catch {
+            // No deinit runs for an object that was never made.
+            try? FileManager.default.removeItem(at: outputFile)
+            try? FileManager.default.removeItem(at: errorFile)
+            throw error
+        }
     }
 
     deinit {
