@@ -9,11 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 log="${1:-/tmp/test-under-load.log}"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/instant-load.XXXXXX")"
-( while true; do dd if=/dev/zero of="$scratch/load" bs=1M count=512 conv=fsync 2>/dev/null; rm -f "$scratch/load"; done ) &
+# In a process group of its own, so that the loop and its dd stop together.
+setsid bash -c 'while true; do dd if=/dev/zero of="$1/load" bs=1M count=512 conv=fsync 2>/dev/null; rm -f "$1/load"; done' \
+    load "$scratch" &
 disk=$!
 yes > /dev/null &
 cpu=$!
-trap 'kill $disk $cpu 2>/dev/null || true; wait $disk $cpu 2>/dev/null || true; rm -rf "$scratch"' EXIT
+trap 'kill -- -$disk 2>/dev/null || true; kill $cpu 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$scratch"' EXIT
 start=$SECONDS
 status=0
 swift test --skip-build --skip LargeDownloadTests > "$log" 2>&1 || status=$?
