@@ -31,7 +31,8 @@ let package = Package(
             pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]
         ),
-        // The few platform calls Swift's Glibc module does not expose (sync_file_range).
+        // The few platform calls Swift's Glibc module does not expose: a file created already
+        // locked, posix_spawn with closefrom, pipe2.
         .target(name: "CPlatform"),
         // Child processes without Foundation's Process (see SpawnedProcess), for the demo
         // and the tests.

@@ -1,14 +1,14 @@
 #ifndef INSTANT_CPLATFORM_H
 #define INSTANT_CPLATFORM_H
 
+#include <sys/types.h>
+
 /// Creates the new file `path` (mode 0600) in `directory`, already holding an exclusive
 /// flock on it when its name appears, so no sweeper can ever see it unlocked: the file is
 /// made with O_TMPFILE, locked, then linked in. Where O_TMPFILE is not supported it falls
 /// back to O_CREAT|O_EXCL followed by flock. Returns the descriptor (read-write), or -1
 /// with errno set (EEXIST when `path` exists).
 int instant_create_locked(const char *directory, const char *path);
-
-#include <sys/types.h>
 
 /// Starts the program at `path` with `argv` and `envp` (NULL-terminated), its standard
 /// input, output and error on `input`, `output` and `error`, and no other descriptor of
