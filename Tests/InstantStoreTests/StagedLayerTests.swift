@@ -30,6 +30,32 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// A layer file is built with its journal in memory, so no `-wal`, `-shm` or
+    /// `-journal` appears beside it (each new file costs an inode), and it is sealed in the
+    /// WAL format every file in `layers/` has (bytes 18 and 19 of its header are 2), so no
+    /// open there needs a synced write to switch.
+    @Test func aStagedLayerIsOneFileSealedInWALFormat() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        let records = (0..<300).map { ServerRecord(id: "r\($0)", content: note("n\($0)"), revision: 4) }
+        for round in 0..<2 {
+            let staged = try scratch.store.stageLayer(
+                tenant: Scratch.tenant, document: "d", layer: "l\(round)", snapshot: records, revision: 4,
+                pdf: pdf.sha256)
+            #expect(tmpEntries(scratch).sorted() == ["\(staged.key).layer", "\(staged.key).layer.lock"])
+            let header = try Data(contentsOf: URL(fileURLWithPath: staged.staging.path)).prefix(20)
+            #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "sealed in WAL format")
+            try scratch.store.commitLayer(staged)
+            let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "l\(round)")
+            #expect(try layer.annotations().count == 300)
+            layer.close()
+        }
+        #expect(tmpEntries(scratch).isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     /// After the first, a process makes layer files from a copy of the first's empty
     /// schema: each must be the same whole database, in WAL mode, private, with its own
     /// client id and its own records.

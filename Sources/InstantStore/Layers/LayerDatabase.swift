@@ -69,8 +69,8 @@ public final class LayerDatabase: Sendable {
         try LayerTemplate.writeEmptyLayer(at: path, key: key)
         do {
             // No sync per commit while the file is built in tmp/: nobody sees it until the
-            // one fsync below, after the checkpoint, has made all of it durable.
-            let queue = try openQueue(path: path, key: key, synchronous: "OFF")
+            // one fsync below has made all of it durable.
+            let queue = try openStagingQueue(path: path, key: key)
             try queue.write { db in
                 try db.execute(
                     sql: """
@@ -107,7 +107,7 @@ public final class LayerDatabase: Sendable {
                 }
                 try reapplyPending(db)
             }
-            try sealStaged(queue)
+            try sealStaged(queue, key: key)
         } catch {
             throw map(error, key: key)
         }

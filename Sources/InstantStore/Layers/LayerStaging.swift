@@ -31,29 +31,60 @@ struct LayerStaging: Sendable {
 }
 
 extension LayerDatabase {
-    /// Sets the PDF a staged layer file (in `tmp/`, not yet in the catalog) belongs to, and
-    /// makes the file whole and durable again, as ``create(at:key:metadata:records:pending:)`` leaves it.
-    static func restamp(at path: String, key: String, pdf: BlobHash?) throws(StoreError) {
-        do {
-            let queue = try openQueue(path: path, key: key, synchronous: "OFF")
-            try queue.write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [pdf?.hex]) }
-            try sealStaged(queue)
-        } catch {
-            throw map(error, key: key)
+    /// Opens a layer file being built in `tmp/`: no sync per commit (nobody sees the file
+    /// until its one fsync, in ``syncStaged(at:)``) and the rollback journal in memory, so
+    /// SQLite creates no `-wal`, `-shm` or `-journal` beside it. Each new file costs an
+    /// inode, and on a busy file system (no journal, many files recently removed) an inode
+    /// costs a scan: two fewer per download. The file stays in the rollback format until
+    /// ``sealStaged(_:key:)``.
+    ///
+    /// A crash while it is open can leave the file torn: it is in `tmp/`, unnamed anywhere,
+    /// and the sweep of dead temp files removes it.
+    static func openStagingQueue(path: String, key: String) throws(StoreError) -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.label = "InstantStore.stagedLayer"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA journal_mode = MEMORY")
         }
-        try syncStaged(at: path)
+        do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
     }
 
-    /// Folds the WAL into the main file, so the one file is the whole layer, and closes it.
-    static func sealStaged(_ queue: DatabaseQueue) throws {
-        _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+    /// Turns a file built by ``openStagingQueue(path:key:)`` into the WAL format every layer
+    /// in `layers/` has (so the first open there needs no synced write to switch), and
+    /// closes it. The switch rewrites the header only: no `-wal` file is made.
+    static func sealStaged(_ queue: DatabaseQueue, key: String) throws {
+        let mode = try queue.writeWithoutTransaction { db in
+            try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+        }
+        guard mode == "wal" else {
+            throw StoreError.corruptLayer(
+                key: key, reason: "a new layer file did not switch to WAL (\(mode ?? "no answer"))")
+        }
         try queue.close()
     }
 
-    /// Removes what the sealed file's WAL left and makes the file durable (its only sync).
+    /// Makes a sealed staged file durable (its only sync).
     static func syncStaged(at path: String) throws(StoreError) {
+        try POSIXFile.open(path, flags: O_RDWR).sync()
+    }
+
+    /// Sets the PDF a staged layer file (in `tmp/`, not yet in the catalog) belongs to, and
+    /// makes the file whole and durable again, as ``create(at:key:metadata:records:pending:numberChangesAfter:)`` leaves it.
+    /// (Rare: another process replaced the document's PDF while the file was written.)
+    static func restamp(at path: String, key: String, pdf: BlobHash?) throws(StoreError) {
+        do {
+            // The file is sealed (WAL format): opened as a layer is, then folded back into
+            // the one file.
+            let queue = try openQueue(path: path, key: key, synchronous: "OFF")
+            try queue.write { db in try db.execute(sql: "UPDATE meta SET pdfSha256 = ?", arguments: [pdf?.hex]) }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            try queue.close()
+        } catch {
+            throw map(error, key: key)
+        }
         try FileSystem.remove(path + "-wal")
         try FileSystem.remove(path + "-shm")
-        try POSIXFile.open(path, flags: O_RDWR).sync()
+        try syncStaged(at: path)
     }
 }

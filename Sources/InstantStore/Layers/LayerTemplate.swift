@@ -2,14 +2,15 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// The bytes of a new, empty layer file: the whole schema, in WAL mode, no row. The first
+/// The bytes of a new, empty layer file: the whole schema, no row, in the rollback format
+/// that ``LayerDatabase/openStagingQueue(path:key:)`` builds a layer in. The first
 /// layer a process creates is built by SQLite and the migrator, and its bytes are kept;
 /// every later one starts as a copy of them, which skips the migrator's schema work (the
 /// most expensive part of a download's layer file, 1–2 ms of some 4).
 ///
 /// ```swift
 /// try LayerTemplate.writeEmptyLayer(at: tmpPath, key: key)
-/// let queue = try LayerDatabase.openQueue(path: tmpPath, key: key, synchronous: "OFF")
+/// let queue = try LayerDatabase.openStagingQueue(path: tmpPath, key: key)
 /// ```
 enum LayerTemplate {
     private static let image = Mutex<[UInt8]?>(nil)
@@ -25,13 +26,13 @@ enum LayerTemplate {
             return
         }
         do {
-            let queue = try LayerDatabase.openQueue(path: path, key: key, synchronous: "OFF")
+            let queue = try LayerDatabase.openStagingQueue(path: path, key: key)
             try LayerMigrations.migrator.migrate(queue)
-            try LayerDatabase.sealStaged(queue)
+            try queue.close()
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
-        // Sealed: the WAL is folded in and gone, so the file alone is the database.
+        // Closed, with its journal in memory: the file alone is the database.
         let size = try file.size()
         let bytes = try file.read(count: Int(size), at: 0)
         guard bytes.count == Int(size) else {
