@@ -49,29 +49,33 @@ extension InstantStore {
     /// and ``PDFReuse/ask`` otherwise (learn the server's ETag first, with `If-None-Match: *`).
     public func pdfReuse(tenant: TenantURL, limit: Int = 32) throws(StoreError) -> PDFReuse {
         try catalog.read { db -> PDFReuse in
-            let hashes = try String.fetchAll(db, sql: "SELECT sha256 FROM blob LIMIT ?", arguments: [limit + 1])
+            // Cached statements: this runs before every download.
+            let hashes = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT sha256 FROM blob LIMIT ?"), arguments: [limit + 1])
             if hashes.isEmpty { return .nothingStored }
             guard hashes.count <= limit, let tenantID = try catalog.tenantID(tenant, create: false, in: db) else {
                 return .ask
             }
             // A PDF no document of this tenant uses (unreferenced, or only another's) is
-            // not this tenant's to name.
-            let foreign =
-                try Bool.fetchOne(
-                    db,
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM blob b WHERE
-                            NOT EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.tenantId = ?)
-                            OR EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.tenantId <> ?))
-                        """, arguments: [tenantID, tenantID]) ?? true
-            if foreign { return .ask }
+            // not this tenant's to name: so every stored PDF must be used by one of this
+            // tenant's documents, and by no other tenant's.
+            let others = try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 IS NOT NULL AND tenantId <> ?)"),
+                arguments: [tenantID])
+            let used = try Int.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT count(DISTINCT blobSha256) FROM document WHERE tenantId = ? AND blobSha256 IS NOT NULL"
+                ),
+                arguments: [tenantID])
+            if others != false || used != hashes.count { return .ask }
             // The intact ones, in one statement (one per PDF cost a millisecond for 30).
             let intact = try String.fetchAll(
-                db,
-                sql: """
-                    SELECT sha256 FROM blob b
-                    WHERE NOT EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.corrupt)
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT sha256 FROM blob b
+                        WHERE NOT EXISTS (SELECT 1 FROM document d WHERE d.blobSha256 = b.sha256 AND d.corrupt)
+                        """))
             return .ownPDFs(intact.compactMap { BlobHash(hex: $0) })
         }
     }
