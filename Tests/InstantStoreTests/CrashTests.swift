@@ -14,6 +14,8 @@ import Testing
         ("ingest", "blob.beforeFsync"), ("ingest", "blob.beforeCommit"), ("ingest", "blob.beforeRename"),
         ("ingest", "blob.afterRename"), ("ingest", "blob.afterInsert"), ("ingest", "blob.beforeCommitTransaction"),
         ("ingest", "blob.afterCommit"),
+        ("ingest-announced", "blob.claimMade"), ("ingest-announced", "blob.beforeFsync"),
+        ("ingest-announced", "blob.afterRename"), ("ingest-announced", "blob.beforeCommitTransaction"),
         ("create-layer", "layer.beforeCommit"), ("create-layer", "layer.afterRename"),
         ("create-layer", "layer.afterInsert"), ("create-layer", "layer.afterCommit"),
         ("annotate", "layer.beforeCommit"),
@@ -35,7 +37,7 @@ import Testing
 
         let arguments: [String] =
             switch command {
-            case "ingest": [tenant, "new", try scratch.file(samplePDF(seed: 53)).path]
+            case "ingest", "ingest-announced": [tenant, "new", try scratch.file(samplePDF(seed: 53)).path]
             case "create-layer": [tenant, "new", "layer"]
             case "annotate": [tenant, "victim", "clean", "x"]
             case "remove-layer": [tenant, "victim", "clean"]
@@ -53,6 +55,29 @@ import Testing
         let survivor = try store.openLayer(tenant: Scratch.tenant, document: "kept", layer: "")
         #expect(try survivor.pendingChanges().map(\.annotationID) == ["pending"])
         #expect(try store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A download of a PDF the store holds already (another document's) killed once its
+    /// claim was made: the dead claim names a blob the catalog holds, which the sweep must
+    /// leave whole.
+    @Test(arguments: ["blob.claimMade", "blob.beforeCommit"])
+    func aDeadClaimForAStoredPDFTakesNothingFromIt(failpoint: String) async throws {
+        let scratch = try Scratch()
+        let pdf = samplePDF(seed: 54)
+        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
+        // A layer, so that the prune keeps the document (no unreferenced entry).
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        let result = try await runWorker(
+            ["ingest-announced", scratch.root.path, Scratch.tenant.string, "again", try scratch.file(pdf).path],
+            failpoint: failpoint)
+        #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
+        #expect(scratch.files(in: "tmp").contains { $0.hasPrefix(stored.sha256.hex) }, "the dead claim is left")
+
+        let store = try InstantStore(root: scratch.root)
+        _ = try store.prune()
+        #expect(!scratch.files(in: "tmp").contains { $0.hasPrefix(stored.sha256.hex) }, "swept")
+        #expect(try store.pdf(tenant: Scratch.tenant, document: "kept")?.sha256 == stored.sha256)
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 

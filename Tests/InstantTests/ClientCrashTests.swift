@@ -68,8 +68,8 @@ import Testing
     /// the store verifies clean once repair has swept what the dead process left (orphans,
     /// dead temp files), never anything that held data.
     @Test(arguments: [
-        "blob.beforeCommit", "blob.afterRename", "download.afterPDF", "download.afterSnapshot", "layer.afterRename",
-        "layer.afterInsert",
+        "blob.claimMade", "blob.beforeFsync", "blob.beforeCommit", "blob.afterRename", "download.afterPDF",
+        "download.afterSnapshot", "layer.afterRename", "layer.afterInsert",
     ])
     func downloadKilled(failpoint: String) async throws {
         try await TestServer.with { server in

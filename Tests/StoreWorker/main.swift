@@ -73,6 +73,18 @@ do {
         let stored = try store.ingestPDF(
             tenant: TenantURL(argument(0)), document: argument(1), from: URL(fileURLWithPath: argument(2)))
         print(stored.sha256.hex)
+    case "ingest-announced":  // TENANT DOC FILE: as a download does, its hash announced, sealed before the commit
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: argument(2)))
+        let ingest = try store.beginPDFIngest(expectedHash: BlobHash.of(bytes))
+        var offset = 0
+        while offset < bytes.count {
+            let piece = Array(bytes[offset..<min(bytes.count, offset + 65_536)])
+            try piece.withUnsafeBytes { raw in try ingest.append(raw) }
+            offset += piece.count
+        }
+        try await ingest.seal()
+        let stored = try await ingest.commit(tenant: TenantURL(argument(0)), document: argument(1))
+        print(stored.sha256.hex)
     case "create-layer":  // TENANT DOC LAYER
         try store.createLayer(
             tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2), userID: "worker")

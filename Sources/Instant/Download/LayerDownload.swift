@@ -284,6 +284,9 @@ struct LayerDownload {
                 received += Int64(buffer.readableBytes)
                 progress.completedUnitCount = taken
             }
+            // Checked and synced now, while the layer file may still be being written:
+            // the commit then only renames and records.
+            try await ingest.seal()
             let layerFile: (staged: StagedLayer, annotationCount: Int)
             do {
                 layerFile = try await stagedLayer(layer)

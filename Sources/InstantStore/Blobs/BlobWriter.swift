@@ -199,13 +199,33 @@ struct StagedBlob {
     let hash: BlobHash
     let size: Int64
     let storedSize: Int64
+    /// Whether the bytes were synced already (``synced()``: a download syncs its PDF while
+    /// its layer is still being staged). Nothing is written to a staged file after that.
+    private(set) var isSynced = false
+
+    init(file: POSIXFile, hash: BlobHash, size: Int64, storedSize: Int64) {
+        self.file = file
+        self.hash = hash
+        self.size = size
+        self.storedSize = storedSize
+    }
 
     var temporaryPath: String { file.path }
 
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
+    /// Returns at once for a blob from ``synced()``.
     func sync() throws(StoreError) {
+        if isSynced { return }
         try Failpoint.check("blob.beforeFsync", path: file.path)
         try file.sync()
+    }
+
+    /// Syncs the bytes now; the blob returned is the same, marked synced.
+    func synced() throws(StoreError) -> StagedBlob {
+        try sync()
+        var blob = self
+        blob.isSynced = true
+        return blob
     }
 
     func discard() {

@@ -26,10 +26,15 @@ public final class PDFIngest: @unchecked Sendable {
     private let store: InstantStore
     private let expectedHash: BlobHash?
     private var mode: Mode
+    /// The checked and synced bytes, once ``seal()`` returned.
+    private var sealed: StagedBlob?
+    /// The commit's claim file, made while the bytes arrive when their hash is announced.
+    private let claim: BlobClaim?
 
     init(store: InstantStore, zstdFrame: Bool, expectedSize: Int64?, expectedHash: BlobHash?) throws(StoreError) {
         self.store = store
         self.expectedHash = expectedHash
+        claim = expectedHash.map { BlobClaim.inAdvance(store.layout, hash: $0) }
         mode =
             zstdFrame
             ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize))
@@ -125,26 +130,78 @@ public final class PDFIngest: @unchecked Sendable {
         try await finish(tenant: layer.tenant, document: layer.document, layer: layer, withdrawn: withdrawn)
     }
 
+    /// Checks the bytes (length, hash, frame) and makes them durable now, ahead of the
+    /// commit, which then only renames and records them. For a caller that has the last
+    /// byte but waits for something else before it can commit (a download, for its layer
+    /// file): the PDF's fsync runs meanwhile instead of inside the commit. Blocking work:
+    /// it runs off Swift's cooperative pool. On error, as for a commit, nothing is kept
+    /// (``discard()`` still removes the file).
+    ///
+    /// ```swift
+    /// try await ingest.seal()
+    /// let staged = try await layerBeingStaged.value
+    /// try await ingest.commit(with: staged)
+    /// ```
+    public func seal() async throws {
+        guard sealed == nil else { return }
+        let (expectedHash, handoff) = (self.expectedHash, Handoff(mode))
+        let claim = self.claim
+        let staged = try await Offload.run { () throws -> Handoff<StagedBlob> in
+            let staged: StagedBlob
+            do {
+                staged = try Self.finish(handoff.value, expectedHash: expectedHash)
+            } catch {
+                claim?.discard()
+                throw error
+            }
+            do {
+                return Handoff(try staged.synced())
+            } catch {
+                staged.discard()
+                claim?.discard()
+                throw error
+            }
+        }
+        sealed = staged.value
+    }
+
     private func finish(
         tenant: TenantURL, document: String, layer: StagedLayer?, withdrawn: (@Sendable () -> Bool)?
     ) async throws -> StoredPDF {
-        let (store, expectedHash) = (self.store, self.expectedHash)
-        let handoff = Handoff(mode)
+        let (store, expectedHash, claim) = (self.store, self.expectedHash, self.claim)
+        let handoff = Handoff((mode, sealed))
         // The last batch, the fsyncs and the catalog transaction block: they run off
         // Swift's cooperative pool.
         return try await Offload.run {
-            let staged =
-                switch handoff.value {
-                case .plain(let writer): try writer.finish(expectedHash: expectedHash)
-                case .frame(let writer): try writer.finish(expectedHash: expectedHash)
-                }
+            let (mode, sealed) = handoff.value
+            let staged: StagedBlob
+            do {
+                staged = try sealed ?? Self.finish(mode, expectedHash: expectedHash)
+            } catch {
+                claim?.discard()
+                throw error
+            }
+            // The commit removes the claim unless it takes it.
             return try store.commit(
-                staged, tenant: tenant, document: document, layer: layer, unlessWithdrawn: withdrawn)
+                staged, tenant: tenant, document: document, layer: layer, claim: claim, unlessWithdrawn: withdrawn)
+        }
+    }
+
+    /// The writer's last step: the bytes checked, still in `tmp/`.
+    private static func finish(_ mode: Mode, expectedHash: BlobHash?) throws(StoreError) -> StagedBlob {
+        switch mode {
+        case .plain(let writer): try writer.finish(expectedHash: expectedHash)
+        case .frame(let writer): try writer.finish(expectedHash: expectedHash)
         }
     }
 
     /// Removes what was written so far.
     public func discard() {
+        claim?.discard()
+        if let sealed {
+            sealed.discard()
+            return
+        }
         switch mode {
         case .plain(let writer): writer.discard()
         case .frame(let writer): writer.discard()

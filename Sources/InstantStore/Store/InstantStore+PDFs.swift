@@ -74,11 +74,18 @@ extension InstantStore {
     /// `withdrawn`, when given, is asked inside the transaction, before anything is
     /// renamed: when it answers true (the app removed what the download was for, after its
     /// last chance to cancel), nothing is committed and the call throws `layerRemoved`.
+    ///
+    /// `claim`: the claim file made while the blob arrived (``BlobClaim/inAdvance(_:hash:)``),
+    /// used if the blob is renamed into `blobs/`, else removed.
     func commit(
         _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
-        unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+        claim claimInAdvance: BlobClaim? = nil, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> StoredPDF {
-        defer { staged.discard() }
+        defer {
+            staged.discard()
+            // Unless the commit took it.
+            claimInAdvance?.discard()
+        }
         let hash = staged.hash
         let path = layout.blobPath(hash)
         // Checked before the write lock is taken (it reads files); the transaction trusts
@@ -134,11 +141,15 @@ extension InstantStore {
             var directories: [String] = []
             if !intact {
                 // A new fan-out directory is synced into its parent beside the insert below.
-                if try FileSystem.makeDirectoryUnsynced(directory) { directories.append(self.layout.blobsDirectory) }
+                // (Made in advance, while the blob arrived, and synced then: not again.)
+                if try FileSystem.makeDirectoryUnsynced(directory)
+                    || (claimInAdvance?.hash == hash && claimInAdvance?.directoryIsDurable == false)
+                {
+                    directories.append(self.layout.blobsDirectory)
+                }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
-                claim = try POSIXFile.createLocked(
-                    self.layout.tmpDirectory + "/\(hash.hex)-\(RandomKey.make().prefix(8)).claim")
+                claim = try claimInAdvance?.take(for: hash) ?? BlobClaim.make(self.layout, hash: hash)
                 if flagged, FileSystem.exists(path) {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))

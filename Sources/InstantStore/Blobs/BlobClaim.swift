@@ -1,0 +1,100 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The file in `tmp/` that names a blob while a commit renames it into `blobs/`:
+/// `<sha256>-<random>.claim`, locked by its writer. If the writer dies between the rename
+/// and the catalog's commit, a prune finds the orphan from this claim without listing
+/// `blobs/` (``InstantStore/abandonedFiles()``).
+///
+/// A claim may also come early, made while the blob still arrives (``BlobClaim/inAdvance(_:hash:)``):
+/// a new file costs an inode, which on a file system without a journal, where many files
+/// were recently removed, can take a fraction of a millisecond to find; made early, that
+/// is not on the commit's path. A claim whose blob never reaches `blobs/` only costs a
+/// prune a look: the blob is missing there, or has a catalog row (claimed), or is an
+/// orphan of a writer that died, which the prune removes in a write transaction.
+final class BlobClaim: Sendable {
+    /// The blob this claim names.
+    let hash: BlobHash
+    private let state = Mutex<Made?>(nil)
+    private let directoryState = Mutex(false)
+    private let made = DispatchSemaphore(value: 0)
+
+    private enum Made {
+        case file(POSIXFile)
+        case failed
+        case taken
+    }
+
+    private init(hash: BlobHash) {
+        self.hash = hash
+    }
+
+    /// A claim for `hash`, made now on this thread.
+    static func make(_ layout: StoreLayout, hash: BlobHash) throws(StoreError) -> POSIXFile {
+        try POSIXFile.createLocked(layout.tmpDirectory + "/\(hash.hex)-\(RandomKey.make().prefix(8)).claim")
+    }
+
+    /// Starts making a claim for `hash` on another thread, and the blob's fan-out directory
+    /// in `blobs/` when it is missing (synced into its parent, as the commit would);
+    /// ``take(for:)`` waits for it.
+    static func inAdvance(_ layout: StoreLayout, hash: BlobHash) -> BlobClaim {
+        let claim = BlobClaim(hash: hash)
+        DispatchQueue(label: "instant-store.claim").async {
+            // A failure here is not reported: the commit makes its claim and directory
+            // itself then, and reports its own failure.
+            var file = try? make(layout, hash: hash)
+            if let made = file, (try? Failpoint.check("blob.claimMade")) == nil {
+                // Failed there by a test: as if it could not be made.
+                try? FileSystem.remove(made.path)
+                made.close()
+                file = nil
+            }
+            var directoryIsDurable = false
+            do throws(StoreError) {
+                let directory = (layout.blobPath(hash) as NSString).deletingLastPathComponent
+                if try FileSystem.makeDirectoryUnsynced(directory) {
+                    try FileSystem.syncDirectory(layout.blobsDirectory)
+                }
+                directoryIsDurable = true
+            } catch {}
+            claim.state.withLock { $0 = file.map { .file($0) } ?? .failed }
+            claim.directoryState.withLock { $0 = directoryIsDurable }
+            claim.made.signal()
+        }
+        return claim
+    }
+
+    /// Whether the blob's fan-out directory was found, or made and synced into its
+    /// parent, in advance. When it was not, the commit syncs the parent itself, even if
+    /// the directory exists by then.
+    var directoryIsDurable: Bool {
+        wait()
+        return directoryState.withLock { $0 }
+    }
+
+    /// The claim, once made, if it names `hash` (nil when it could not be made); the caller
+    /// owns it from then on.
+    func take(for hash: BlobHash) -> POSIXFile? {
+        guard hash == self.hash else { return nil }
+        wait()
+        return state.withLock { state in
+            guard case .file(let file) = state else { return nil }
+            state = .taken
+            return file
+        }
+    }
+
+    /// Removes the claim unless it was taken (the blob will not be committed).
+    func discard() {
+        guard let file = take(for: hash) else { return }
+        try? FileSystem.remove(file.path)
+        file.close()
+    }
+
+    private func wait() {
+        // Signalled once, when made; every wait passes the signal on.
+        made.wait()
+        made.signal()
+    }
+}
