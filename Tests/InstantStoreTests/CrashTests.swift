@@ -81,6 +81,25 @@ import Testing
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// The fsync a seal starts ahead of the commit fails (an I/O error): the commit
+    /// fails with it, and nothing is kept, not even the claim made in advance.
+    @Test func aFailedSyncAheadFailsTheCommitAndLeavesNothing() async throws {
+        let scratch = try Scratch()
+        let result = try await runWorker(
+            [
+                "ingest-announced", scratch.root.path, Scratch.tenant.string, "new",
+                try scratch.file(samplePDF(seed: 55)).path,
+            ],
+            failpoint: "blob.beforeFsync=eio")
+        #expect(!result.signalled && result.status != 0, "\(result.output)")
+        #expect(result.output.contains("blob.beforeFsync"), "the error says where: \(result.output)")
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.files(in: "blobs").isEmpty)
+        let store = try InstantStore(root: scratch.root)
+        #expect(try store.pdf(tenant: Scratch.tenant, document: "new") == nil)
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     @Test func diskFullGivesAClearErrorAndAConsistentStore() async throws {
         let scratch = try Scratch()
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 60)))

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 
 /// The file in `tmp/` that names a blob while a commit renames it into `blobs/`:
@@ -17,7 +16,6 @@ final class BlobClaim: Sendable {
     /// The blob this claim names.
     let hash: BlobHash
     private let state = Mutex<Made?>(nil)
-    private let directoryState = Mutex(false)
     private let made = DispatchSemaphore(value: 0)
 
     private enum Made {
@@ -35,14 +33,15 @@ final class BlobClaim: Sendable {
         try POSIXFile.createLocked(layout.tmpDirectory + "/\(hash.hex)-\(RandomKey.make().prefix(8)).claim")
     }
 
-    /// Starts making a claim for `hash` on another thread, and the blob's fan-out directory
-    /// in `blobs/` when it is missing (synced into its parent, as the commit would);
-    /// ``take(for:)`` waits for it.
+    /// Starts making a claim for `hash` on another thread; ``take(for:)`` waits for it.
+    /// (Only the claim: the blob's fan-out directory is made inside the commit's
+    /// transaction, which syncs its parent, so that a directory another writer finds
+    /// there is never one whose entry is not durable yet.)
     static func inAdvance(_ layout: StoreLayout, hash: BlobHash) -> BlobClaim {
         let claim = BlobClaim(hash: hash)
         DispatchQueue(label: "instant-store.claim").async {
-            // A failure here is not reported: the commit makes its claim and directory
-            // itself then, and reports its own failure.
+            // A failure here is not reported: the commit makes its claim itself then, and
+            // reports its own failure.
             var file = try? make(layout, hash: hash)
             if let made = file, (try? Failpoint.check("blob.claimMade")) == nil {
                 // Failed there by a test: as if it could not be made.
@@ -50,27 +49,10 @@ final class BlobClaim: Sendable {
                 made.close()
                 file = nil
             }
-            var directoryIsDurable = false
-            do throws(StoreError) {
-                let directory = (layout.blobPath(hash) as NSString).deletingLastPathComponent
-                if try FileSystem.makeDirectoryUnsynced(directory) {
-                    try FileSystem.syncDirectory(layout.blobsDirectory)
-                }
-                directoryIsDurable = true
-            } catch {}
             claim.state.withLock { $0 = file.map { .file($0) } ?? .failed }
-            claim.directoryState.withLock { $0 = directoryIsDurable }
             claim.made.signal()
         }
         return claim
-    }
-
-    /// Whether the blob's fan-out directory was found, or made and synced into its
-    /// parent, in advance. When it was not, the commit syncs the parent itself, even if
-    /// the directory exists by then.
-    var directoryIsDurable: Bool {
-        wait()
-        return directoryState.withLock { $0 }
     }
 
     /// The claim, once made, if it names `hash` (nil when it could not be made); the caller

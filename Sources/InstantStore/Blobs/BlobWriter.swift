@@ -199,9 +199,9 @@ struct StagedBlob {
     let hash: BlobHash
     let size: Int64
     let storedSize: Int64
-    /// Whether the bytes were synced already (``synced()``: a download syncs its PDF while
-    /// its layer is still being staged). Nothing is written to a staged file after that.
-    private(set) var isSynced = false
+    /// The fsync started ahead of the commit (``syncingAhead()``: a download's, while its
+    /// layer file is still being written). Nothing is written to a staged file after that.
+    private(set) var ahead: SyncAhead?
 
     init(file: POSIXFile, hash: BlobHash, size: Int64, storedSize: Int64) {
         self.file = file
@@ -213,18 +213,18 @@ struct StagedBlob {
     var temporaryPath: String { file.path }
 
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
-    /// Returns at once for a blob from ``synced()``.
+    /// For a blob from ``syncingAhead()``, waits for the fsync it started.
     func sync() throws(StoreError) {
-        if isSynced { return }
+        if let ahead { return try ahead.wait() }
         try Failpoint.check("blob.beforeFsync", path: file.path)
         try file.sync()
     }
 
-    /// Syncs the bytes now; the blob returned is the same, marked synced.
-    func synced() throws(StoreError) -> StagedBlob {
-        try sync()
+    /// Starts the fsync now, on another thread; the blob returned is the same, and its
+    /// ``sync()`` waits for that fsync.
+    func syncingAhead() -> StagedBlob {
         var blob = self
-        blob.isSynced = true
+        blob.ahead = SyncAhead.start(file)
         return blob
     }
 

@@ -26,19 +26,28 @@ public final class PDFIngest: @unchecked Sendable {
     private let store: InstantStore
     private let expectedHash: BlobHash?
     private var mode: Mode
-    /// The checked and synced bytes, once ``seal()`` returned.
+    /// The checked bytes, their fsync started, once ``seal()`` returned.
     private var sealed: StagedBlob?
     /// The commit's claim file, made while the bytes arrive when their hash is announced.
     private let claim: BlobClaim?
+    /// Committed or discarded: nothing is left to remove when the ingest goes away.
+    private var ended = false
 
     init(store: InstantStore, zstdFrame: Bool, expectedSize: Int64?, expectedHash: BlobHash?) throws(StoreError) {
         self.store = store
         self.expectedHash = expectedHash
-        claim = expectedHash.map { BlobClaim.inAdvance(store.layout, hash: $0) }
         mode =
             zstdFrame
             ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize))
             : .plain(try BlobWriter(layout: store.layout, expectedSize: expectedSize))
+        // After the writer, which may fail: then there is no claim to remove.
+        claim = expectedHash.map { BlobClaim.inAdvance(store.layout, hash: $0) }
+    }
+
+    /// An ingest given up without ``discard()`` (its task cancelled, say) removes its files
+    /// too, sealed or not.
+    deinit {
+        if !ended { discard() }
     }
 
     /// Whether the bytes appended are a zstd frame.
@@ -65,6 +74,7 @@ public final class PDFIngest: @unchecked Sendable {
 
     /// Stores the next bytes (of the frame, or of the PDF).
     public func append(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        try refuseIfSealed("append")
         switch mode {
         case .plain(let writer): try writer.append(bytes)
         case .frame(let writer): try writer.append(bytes)
@@ -77,6 +87,7 @@ public final class PDFIngest: @unchecked Sendable {
     /// Swift's cooperative pool.
     @discardableResult
     public func continueWithPlainBytes() async throws -> Int64? {
+        try refuseIfSealed("continueWithPlainBytes")
         guard case .frame(let frame) = mode else { return nil }
         let layout = store.layout
         let handoff = Handoff(frame)
@@ -130,12 +141,13 @@ public final class PDFIngest: @unchecked Sendable {
         try await finish(tenant: layer.tenant, document: layer.document, layer: layer, withdrawn: withdrawn)
     }
 
-    /// Checks the bytes (length, hash, frame) and makes them durable now, ahead of the
-    /// commit, which then only renames and records them. For a caller that has the last
-    /// byte but waits for something else before it can commit (a download, for its layer
-    /// file): the PDF's fsync runs meanwhile instead of inside the commit. Blocking work:
-    /// it runs off Swift's cooperative pool. On error, as for a commit, nothing is kept
-    /// (``discard()`` still removes the file).
+    /// Checks the bytes (length, hash, frame) and starts their fsync now, ahead of the
+    /// commit, which waits for it before it renames and records them. For a caller that
+    /// has the last byte but waits for something else before it can commit (a download,
+    /// for its layer file): the PDF's fsync runs meanwhile instead of inside the commit.
+    /// Blocking work: it runs off Swift's cooperative pool. On error, as for a commit,
+    /// nothing is kept (``discard()`` still removes the file); an fsync that fails fails
+    /// the commit.
     ///
     /// ```swift
     /// try await ingest.seal()
@@ -147,17 +159,9 @@ public final class PDFIngest: @unchecked Sendable {
         let (expectedHash, handoff) = (self.expectedHash, Handoff(mode))
         let claim = self.claim
         let staged = try await Offload.run { () throws -> Handoff<StagedBlob> in
-            let staged: StagedBlob
             do {
-                staged = try Self.finish(handoff.value, expectedHash: expectedHash)
+                return Handoff(try Self.finish(handoff.value, expectedHash: expectedHash).syncingAhead())
             } catch {
-                claim?.discard()
-                throw error
-            }
-            do {
-                return Handoff(try staged.synced())
-            } catch {
-                staged.discard()
                 claim?.discard()
                 throw error
             }
@@ -172,7 +176,7 @@ public final class PDFIngest: @unchecked Sendable {
         let handoff = Handoff((mode, sealed))
         // The last batch, the fsyncs and the catalog transaction block: they run off
         // Swift's cooperative pool.
-        return try await Offload.run {
+        let stored = try await Offload.run {
             let (mode, sealed) = handoff.value
             let staged: StagedBlob
             do {
@@ -185,6 +189,8 @@ public final class PDFIngest: @unchecked Sendable {
             return try store.commit(
                 staged, tenant: tenant, document: document, layer: layer, claim: claim, unlessWithdrawn: withdrawn)
         }
+        ended = true
+        return stored
     }
 
     /// The writer's last step: the bytes checked, still in `tmp/`.
@@ -195,8 +201,16 @@ public final class PDFIngest: @unchecked Sendable {
         }
     }
 
+    /// The bytes are checked and being synced: nothing may be added.
+    private func refuseIfSealed(_ call: String) throws(StoreError) {
+        if let sealed {
+            throw .io(operation: "PDFIngest.\(call) after seal()", path: sealed.temporaryPath, errno: EINVAL)
+        }
+    }
+
     /// Removes what was written so far.
     public func discard() {
+        ended = true
         claim?.discard()
         if let sealed {
             sealed.discard()

@@ -81,12 +81,17 @@ extension InstantStore {
         _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
         claim claimInAdvance: BlobClaim? = nil, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> StoredPDF {
+        let hash = staged.hash
+        // Waited for here, outside the write lock.
+        var claimMade = claimInAdvance?.take(for: hash)
         defer {
             staged.discard()
-            // Unless the commit took it.
-            claimInAdvance?.discard()
+            // Unless the transaction took it.
+            if let claimMade {
+                try? FileSystem.remove(claimMade.path)
+                claimMade.close()
+            }
         }
-        let hash = staged.hash
         let path = layout.blobPath(hash)
         // Checked before the write lock is taken (it reads files); the transaction trusts
         // the result only while the stored file is still the one checked.
@@ -141,15 +146,11 @@ extension InstantStore {
             var directories: [String] = []
             if !intact {
                 // A new fan-out directory is synced into its parent beside the insert below.
-                // (Made in advance, while the blob arrived, and synced then: not again.)
-                if try FileSystem.makeDirectoryUnsynced(directory)
-                    || (claimInAdvance?.hash == hash && claimInAdvance?.directoryIsDurable == false)
-                {
-                    directories.append(self.layout.blobsDirectory)
-                }
+                if try FileSystem.makeDirectoryUnsynced(directory) { directories.append(self.layout.blobsDirectory) }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
-                claim = try claimInAdvance?.take(for: hash) ?? BlobClaim.make(self.layout, hash: hash)
+                claim = try claimMade ?? BlobClaim.make(self.layout, hash: hash)
+                claimMade = nil
                 if flagged, FileSystem.exists(path) {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
