@@ -162,7 +162,8 @@ extension Catalog {
 
     func layer(_ documentID: Int64, _ name: String, in db: Database) throws -> LayerRecord? {
         try LayerRecord.fetchOne(
-            db, sql: "SELECT * FROM layer WHERE documentId = ? AND name = ?", arguments: [documentID, name.storedBytes])
+            db.cachedStatement(sql: "SELECT * FROM layer WHERE documentId = ? AND name = ?"),
+            arguments: [documentID, name.storedBytes])
     }
 
     /// Moves a reference: `old` loses one, `new` gains one, in the caller's transaction.
