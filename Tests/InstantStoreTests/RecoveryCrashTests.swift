@@ -121,6 +121,49 @@ import Testing
         try expectPendingSurvives(scratch.root)
     }
 
+    /// A restore or a repair whose transaction fails after its new file was renamed into
+    /// `layers/` (an I/O error, say) leaves that file's lock in `tmp/`, so the next prune
+    /// finds the orphan (it holds the changes) without a full verify. (A repair also
+    /// lists `layers/` later in the same run, which finds it either way; a restore does
+    /// not: without the lock left, that case fails.)
+    @Test(arguments: ["restore", "repair"])
+    func aFailedTransactionAfterTheRenameLeavesItsOrphanToPrune(command: String) async throws {
+        var arguments: [String]
+        var failpoint: String
+        let scratch: Scratch
+        if command == "restore" {
+            scratch = try Scratch()
+            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+            try layer.create(id: "pending", content: note("must survive"))
+            layer.close()
+            try dropLayerRow(scratch.store, key: layer.key)
+            let name = try #require(
+                try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+            arguments = ["restore", scratch.root.path, name]
+            failpoint = "quarantine.beforeRestoreCommit=eio"
+        } else {
+            (scratch, _) = try storeWithDamagedLayer()
+            arguments = ["repair", scratch.root.path]
+            failpoint = "replace.beforeCommit=eio"
+        }
+        let result = try await runWorker(arguments, failpoint: failpoint)
+        #expect(!result.signalled, "\(result.output)")
+        let dryRun = try scratch.store.prune(PruneOptions(dryRun: true))
+        let found = dryRun.removed.swept.contains { $0.hasPrefix("layers/") }
+        if command == "restore" {
+            #expect(result.status != 0, "the restore fails: \(result.output)")
+            #expect(found, "\(dryRun.removed.swept)")
+        } else {
+            // The repair goes on after the failure and reports it; its own sweep of
+            // orphans, later in the same run, finds the new file from its lock.
+            #expect(result.output.contains("not repaired: replace.beforeCommit"), "\(result.output)")
+            #expect(
+                found || scratch.files(in: "quarantine").contains { $0.contains("layers_") },
+                "the new file is an orphan prune finds, or quarantined: \(dryRun.removed.swept)")
+        }
+        try expectPendingSurvives(scratch.root)
+    }
+
     /// A killed create and a killed ingest leave orphans that prune finds from tmp/ alone.
     @Test func pruneSweepsWhatDeadWritersLeft() async throws {
         let scratch = try Scratch()

@@ -21,6 +21,18 @@ struct LayerStaging: Sendable {
         lock.close()
     }
 
+    /// Done with the staged file, whether its transaction committed or not: cleaned up
+    /// (``cleanUp()``), unless the file was renamed into `layers/` and its transaction did
+    /// not commit; then, as ``abandonPlaced()``, the lock is left for the next prune to
+    /// find the orphan from (it may hold the only copy of changes a repair salvaged).
+    func release(committed: Bool, in layout: StoreLayout) {
+        if !committed, !FileSystem.exists(path), FileSystem.exists(layout.layerPath(key: key)) {
+            abandonPlaced()
+        } else {
+            cleanUp()
+        }
+    }
+
     /// The file was renamed into `layers/` but its row was not committed: the lock is let
     /// go and its file kept, so the sweep of dead temp files finds the orphan from it
     /// (without listing `layers/`).

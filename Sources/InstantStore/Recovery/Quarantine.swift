@@ -144,7 +144,8 @@ extension InstantStore {
     public func restoreQuarantinedLayer(named name: String) throws(StoreError) -> LayerReference {
         try Failpoint.check("quarantine.beforeRestore")
         let staging = try stageQuarantinedCopy(name)
-        defer { staging.cleanUp() }
+        var committed = false
+        defer { staging.release(committed: committed, in: layout) }
         let metadata: LayerMetadata
         let summary: LayerSummary
         do {
@@ -174,6 +175,7 @@ extension InstantStore {
             try self.adopt(staging.path, key: staging.key, metadata: metadata, summary: summary, in: db)
             try Failpoint.check("quarantine.beforeRestoreCommit")
         }
+        committed = true
         try Failpoint.check("quarantine.afterRestore")
         let path = layout.quarantineDirectory + "/" + name
         for suffix in ["-shm", "-wal", ""] { try FileSystem.remove(path + suffix) }

@@ -122,7 +122,8 @@ extension InstantStore {
     ) throws(StoreError) -> Bool {
         let oldPath = layout.layerPath(key: row.key)
         let staging = try LayerStaging(layout)
-        defer { staging.cleanUp() }
+        var committed = false
+        defer { staging.release(committed: committed, in: layout) }
         let outcome = try catalog.write { db -> (salvaged: Int, unreadable: Int)? in
             guard let current = try LayerRecord.fetchOne(db, key: row.id), current.key == row.key else { return nil }
             var salvaged: [PendingChange]?
@@ -190,6 +191,7 @@ extension InstantStore {
             try Failpoint.check("replace.beforeCommit")
             return (salvaged?.count ?? 0, unreadable)
         }
+        committed = true
         guard let outcome else { return false }
         try Failpoint.check("replace.afterCommit")
         report.pendingChangesSalvaged += outcome.salvaged
