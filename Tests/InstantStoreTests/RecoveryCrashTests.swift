@@ -154,13 +154,42 @@ import Testing
             #expect(result.status != 0, "the restore fails: \(result.output)")
             #expect(found, "\(dryRun.removed.swept)")
         } else {
-            // The repair goes on after the failure and reports it; its own sweep of
-            // orphans, later in the same run, finds the new file from its lock.
+            // The repair goes on after the failure and reports it; later in the same run
+            // it lists layers/ and finds the new file, lock or not: this case shows only
+            // that no change is lost.
             #expect(result.output.contains("not repaired: replace.beforeCommit"), "\(result.output)")
             #expect(
                 found || scratch.files(in: "quarantine").contains { $0.contains("layers_") },
                 "the new file is an orphan prune finds, or quarantined: \(dryRun.removed.swept)")
         }
+        try expectPendingSurvives(scratch.root)
+    }
+
+    /// The same after the commit (an error after it): the file is the layer's, so no lock
+    /// is left for a prune to act on, and nothing is lost.
+    @Test(arguments: [("restore", "quarantine.afterRestore=eio"), ("repair", "replace.afterCommit=eio")])
+    func anErrorAfterTheCommitLeavesNoLock(command: String, failpoint: String) async throws {
+        let scratch: Scratch
+        var arguments: [String]
+        if command == "restore" {
+            scratch = try Scratch()
+            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+            try layer.create(id: "pending", content: note("must survive"))
+            layer.close()
+            try dropLayerRow(scratch.store, key: layer.key)
+            let name = try #require(
+                try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+            arguments = ["restore", scratch.root.path, name]
+        } else {
+            (scratch, _) = try storeWithDamagedLayer()
+            arguments = ["repair", scratch.root.path]
+        }
+        let result = try await runWorker(arguments, failpoint: failpoint)
+        #expect(!result.signalled, "\(result.output)")
+        #expect(result.output.contains(String(failpoint.prefix { $0 != "=" })), "\(result.output)")
+        #expect(!scratch.files(in: "tmp").contains { $0.hasSuffix(".layer.lock") }, "\(scratch.files(in: "tmp"))")
+        let pruned = try scratch.store.prune()
+        #expect(!pruned.removed.swept.contains { $0.hasPrefix("layers/") }, "\(pruned.removed.swept)")
         try expectPendingSurvives(scratch.root)
     }
 
