@@ -105,12 +105,7 @@ import Testing
 
     @Test(arguments: ["quarantine.beforeRestoreCommit", "quarantine.afterRestore"])
     func restoreKilled(failpoint: String) async throws {
-        let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
-        try layer.create(id: "pending", content: note("must survive"))
-        layer.close()
-        try dropLayerRow(scratch.store, key: layer.key)
-        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        let (scratch, name) = try quarantinedLayerWithAChange()
         let result = try await runWorker(["restore", scratch.root.path, name], failpoint: failpoint)
         #expect(result.signalled, "restore should die at \(failpoint): \(result.output)")
         let store = try InstantStore(root: scratch.root)
@@ -121,6 +116,29 @@ import Testing
         try expectPendingSurvives(scratch.root)
     }
 
+    /// A store whose layer "d"/"L", holding a pending change, was quarantined and its row
+    /// dropped: what a restore brings back. Returns the quarantined file's name.
+    private func quarantinedLayerWithAChange() throws -> (Scratch, String) {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        try layer.create(id: "pending", content: note("must survive"))
+        layer.close()
+        try dropLayerRow(scratch.store, key: layer.key)
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        return (scratch, name)
+    }
+
+    /// A store and the worker arguments for `command`: `restore` of a quarantined layer
+    /// holding a pending change (its row gone), or `repair` of a damaged layer holding one.
+    private func recoveryToRun(_ command: String) throws -> (Scratch, [String]) {
+        guard command == "restore" else {
+            let (scratch, _) = try storeWithDamagedLayer()
+            return (scratch, ["repair", scratch.root.path])
+        }
+        let (scratch, name) = try quarantinedLayerWithAChange()
+        return (scratch, ["restore", scratch.root.path, name])
+    }
+
     /// A restore or a repair whose transaction fails after its new file was renamed into
     /// `layers/` (an I/O error, say) leaves that file's lock in `tmp/`, so the next prune
     /// finds the orphan (it holds the changes) without a full verify. (A repair also
@@ -128,24 +146,8 @@ import Testing
     /// not: without the lock left, that case fails.)
     @Test(arguments: ["restore", "repair"])
     func aFailedTransactionAfterTheRenameLeavesItsOrphanToPrune(command: String) async throws {
-        var arguments: [String]
-        var failpoint: String
-        let scratch: Scratch
-        if command == "restore" {
-            scratch = try Scratch()
-            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
-            try layer.create(id: "pending", content: note("must survive"))
-            layer.close()
-            try dropLayerRow(scratch.store, key: layer.key)
-            let name = try #require(
-                try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
-            arguments = ["restore", scratch.root.path, name]
-            failpoint = "quarantine.beforeRestoreCommit=eio"
-        } else {
-            (scratch, _) = try storeWithDamagedLayer()
-            arguments = ["repair", scratch.root.path]
-            failpoint = "replace.beforeCommit=eio"
-        }
+        let (scratch, arguments) = try recoveryToRun(command)
+        let failpoint = command == "restore" ? "quarantine.beforeRestoreCommit=eio" : "replace.beforeCommit=eio"
         let result = try await runWorker(arguments, failpoint: failpoint)
         #expect(!result.signalled, "\(result.output)")
         let dryRun = try scratch.store.prune(PruneOptions(dryRun: true))
@@ -169,21 +171,7 @@ import Testing
     /// is left for a prune to act on, and nothing is lost.
     @Test(arguments: [("restore", "quarantine.afterRestore=eio"), ("repair", "replace.afterCommit=eio")])
     func anErrorAfterTheCommitLeavesNoLock(command: String, failpoint: String) async throws {
-        let scratch: Scratch
-        var arguments: [String]
-        if command == "restore" {
-            scratch = try Scratch()
-            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
-            try layer.create(id: "pending", content: note("must survive"))
-            layer.close()
-            try dropLayerRow(scratch.store, key: layer.key)
-            let name = try #require(
-                try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
-            arguments = ["restore", scratch.root.path, name]
-        } else {
-            (scratch, _) = try storeWithDamagedLayer()
-            arguments = ["repair", scratch.root.path]
-        }
+        let (scratch, arguments) = try recoveryToRun(command)
         let result = try await runWorker(arguments, failpoint: failpoint)
         #expect(!result.signalled, "\(result.output)")
         #expect(result.output.contains(String(failpoint.prefix { $0 != "=" })), "\(result.output)")
