@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// The file in `tmp/` that names a blob while a commit renames it into `blobs/`:
@@ -15,17 +14,14 @@ import Synchronization
 final class BlobClaim: Sendable {
     /// The blob this claim names.
     let hash: BlobHash
-    private let state = Mutex<Made?>(nil)
-    private let made = DispatchSemaphore(value: 0)
+    /// The claim file, once made (nil when it could not be).
+    private let made: Pending<POSIXFile?>
+    /// Whether the file was handed over (``take(for:)``) or removed (``discard()``).
+    private let taken = Mutex(false)
 
-    private enum Made {
-        case file(POSIXFile)
-        case failed
-        case taken
-    }
-
-    private init(hash: BlobHash) {
+    private init(hash: BlobHash, made: Pending<POSIXFile?>) {
         self.hash = hash
+        self.made = made
     }
 
     /// A claim for `hash`, made now on this thread.
@@ -38,33 +34,31 @@ final class BlobClaim: Sendable {
     /// transaction, which syncs its parent, so that a directory another writer finds
     /// there is never one whose entry is not durable yet.)
     static func inAdvance(_ layout: StoreLayout, hash: BlobHash) -> BlobClaim {
-        let claim = BlobClaim(hash: hash)
-        DispatchQueue(label: "instant-store.claim").async {
-            // A failure here is not reported: the commit makes its claim itself then, and
-            // reports its own failure.
-            var file = try? make(layout, hash: hash)
-            if let made = file, (try? Failpoint.check("blob.claimMade")) == nil {
-                // Failed there by a test: as if it could not be made.
-                try? FileSystem.remove(made.path)
-                made.close()
-                file = nil
-            }
-            claim.state.withLock { $0 = file.map { .file($0) } ?? .failed }
-            claim.made.signal()
-        }
-        return claim
+        BlobClaim(
+            hash: hash,
+            made: Pending(label: "instant-store.claim") { () -> POSIXFile? in
+                // A failure here is not reported: the commit makes its claim itself then,
+                // and reports its own failure.
+                guard let file = try? make(layout, hash: hash) else { return nil }
+                if (try? Failpoint.check("blob.claimMade")) == nil {
+                    // Failed there by a test: as if it could not be made.
+                    try? FileSystem.remove(file.path)
+                    file.close()
+                    return nil
+                }
+                return file
+            })
     }
 
-    /// The claim, once made, if it names `hash` (nil when it could not be made); the caller
-    /// owns it from then on.
+    /// The claim, once made, if it names `hash` (nil when it could not be made, or was
+    /// taken already); the caller owns it from then on.
     func take(for hash: BlobHash) -> POSIXFile? {
-        guard hash == self.hash else { return nil }
-        wait()
-        return state.withLock { state in
-            guard case .file(let file) = state else { return nil }
-            state = .taken
-            return file
+        guard hash == self.hash, let file = made.wait() else { return nil }
+        let first = taken.withLock { taken in
+            defer { taken = true }
+            return !taken
         }
+        return first ? file : nil
     }
 
     /// Removes the claim unless it was taken (the blob will not be committed).
@@ -72,11 +66,5 @@ final class BlobClaim: Sendable {
         guard let file = take(for: hash) else { return }
         try? FileSystem.remove(file.path)
         file.close()
-    }
-
-    private func wait() {
-        // Signalled once, when made; every wait passes the signal on.
-        made.wait()
-        made.signal()
     }
 }

@@ -200,8 +200,9 @@ struct StagedBlob {
     let size: Int64
     let storedSize: Int64
     /// The fsync started ahead of the commit (``syncingAhead()``: a download's, while its
-    /// layer file is still being written). Nothing is written to a staged file after that.
-    private(set) var ahead: SyncAhead?
+    /// layer file is still being written), and what it met. Nothing is written to a staged
+    /// file after that.
+    private(set) var ahead: Pending<StoreError?>?
 
     init(file: POSIXFile, hash: BlobHash, size: Int64, storedSize: Int64) {
         self.file = file
@@ -215,16 +216,34 @@ struct StagedBlob {
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
     /// For a blob from ``syncingAhead()``, waits for the fsync it started.
     func sync() throws(StoreError) {
-        if let ahead { return try ahead.wait() }
+        if let ahead {
+            if let failure = ahead.wait() { throw failure }
+            return
+        }
         try Failpoint.check("blob.beforeFsync", path: file.path)
         try file.sync()
     }
 
     /// Starts the fsync now, on another thread; the blob returned is the same, and its
-    /// ``sync()`` waits for that fsync.
+    /// ``sync()`` waits for that fsync. The fsync goes through a duplicate of the writer's
+    /// descriptor: the writer may close its file meanwhile (a download given up).
     func syncingAhead() -> StagedBlob {
+        let path = file.path
+        let descriptor = dup(file.descriptor)
+        let dupFailure: StoreError? = descriptor < 0 ? .fromErrno("dup", path) : nil
         var blob = self
-        blob.ahead = SyncAhead.start(file)
+        blob.ahead = Pending(label: "instant-store.sync-ahead") { () -> StoreError? in
+            guard descriptor >= 0 else { return dupFailure }
+            defer { close(descriptor) }
+            do throws(StoreError) {
+                try Failpoint.check("blob.beforeFsync", path: path)
+                try Failpoint.check("file.fsync", path: path)
+                if fsync(descriptor) != 0 { throw .fromErrno("fsync", path) }
+                return nil
+            } catch {
+                return error
+            }
+        }
         return blob
     }
 
