@@ -81,25 +81,10 @@ extension InstantStore {
         _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
         claim claimInAdvance: BlobClaim? = nil, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> StoredPDF {
+        defer { staged.discard() }
         let hash = staged.hash
-        // Waited for here, outside the write lock.
-        var claimMade = claimInAdvance?.take(for: hash)
-        defer {
-            staged.discard()
-            // Unless the transaction took it.
-            if let claimMade {
-                try? FileSystem.remove(claimMade.path)
-                claimMade.close()
-            }
-        }
-        let path = layout.blobPath(hash)
-        // Checked before the write lock is taken (it reads files); the transaction trusts
-        // the result only while the stored file is still the one checked.
-        let compared = FileSystem.identity(path)
-        let storedIsIntact = compared != nil && isIntactCopy(of: staged, at: path)
-        try Failpoint.check("blob.beforeCommit")
-        if layer != nil { try Failpoint.check("layer.beforeCommit") }
-        var claim: POSIXFile?
+        // The claim made in advance, waited for here, outside the write lock.
+        var claim = claimInAdvance?.take(for: hash)
         var renamed = false
         var committed = false
         defer {
@@ -110,6 +95,13 @@ extension InstantStore {
                 claim.close()
             }
         }
+        let path = layout.blobPath(hash)
+        // Checked before the write lock is taken (it reads files); the transaction trusts
+        // the result only while the stored file is still the one checked.
+        let compared = FileSystem.identity(path)
+        let storedIsIntact = compared != nil && isIntactCopy(of: staged, at: path)
+        try Failpoint.check("blob.beforeCommit")
+        if layer != nil { try Failpoint.check("layer.beforeCommit") }
         // Deferred durability in a cache: the blob file and its directory entry are synced
         // before the commit, so a power cut can only forget this ingest (an orphan,
         // downloaded again), never leave a reference to a missing file. A server's store
@@ -149,8 +141,7 @@ extension InstantStore {
                 if try FileSystem.makeDirectoryUnsynced(directory) { directories.append(self.layout.blobsDirectory) }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
-                claim = try claimMade ?? BlobClaim.make(self.layout, hash: hash)
-                claimMade = nil
+                claim = try claim ?? BlobClaim.make(self.layout, hash: hash)
                 if flagged, FileSystem.exists(path) {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
