@@ -26,7 +26,8 @@ struct LayerStaging: Sendable {
     /// not commit; then, as ``abandonPlaced()``, the lock is left for the next prune to
     /// find the orphan from (it may hold the only copy of changes a repair salvaged).
     func release(committed: Bool, in layout: StoreLayout) {
-        if !committed, !FileSystem.exists(path), FileSystem.exists(layout.layerPath(key: key)) {
+        // The key is new and random: a file of that name in layers/ is this one, renamed.
+        if !committed, FileSystem.exists(layout.layerPath(key: key)) {
             abandonPlaced()
         } else {
             cleanUp()
