@@ -53,8 +53,11 @@ import Testing
 
     /// The writer's last step is waited for before the commit: a step held until the
     /// writer has finished writing and begun to wait (a marker it leaves), then failing,
-    /// still fails the ingest, and nothing is committed.
-    @Test func theCommitWaitsForAStepUnderWay() async throws {
+    /// still fails the ingest, and nothing is committed. A download's ingest (announced,
+    /// sealed before its commit) waits on the thread of the fsync it starts ahead, and
+    /// its commit fails the same way.
+    @Test(arguments: ["ingest", "ingest-announced"])
+    func theCommitWaitsForAStepUnderWay(command: String) async throws {
         let scratch = try Scratch()
         let pdf = try scratch.file(samplePDF(seed: 75, size: Self.large))
         let hold = scratch.root.appendingPathComponent("hold").path
@@ -63,7 +66,7 @@ import Testing
         let waiting = scratch.root.appendingPathComponent("waiting").path
         let failpoints =
             "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio,file.earlySync.beforeWait=wait:\(waiting)"
-        let arguments = ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path]
+        let arguments = [command, scratch.root.path, Scratch.tenant.string, "new", pdf.path]
         async let finished = runWorker(arguments, failpoint: failpoints)
         for marker in [hold, waiting] {
             let deadline = Date().addingTimeInterval(60)

@@ -73,9 +73,9 @@ do {
         let stored = try store.ingestPDF(
             tenant: TenantURL(argument(0)), document: argument(1), from: URL(fileURLWithPath: argument(2)))
         print(stored.sha256.hex)
-    case "ingest-announced":  // TENANT DOC FILE: as a download does, its hash announced, sealed before the commit
+    case "ingest-announced":  // TENANT DOC FILE: as a download does, its size and hash announced, sealed before the commit
         let bytes = try Data(contentsOf: URL(fileURLWithPath: argument(2)))
-        let ingest = try store.beginPDFIngest(expectedHash: BlobHash.of(bytes))
+        let ingest = try store.beginPDFIngest(expectedSize: Int64(bytes.count), expectedHash: BlobHash.of(bytes))
         var offset = 0
         while offset < bytes.count {
             let piece = Array(bytes[offset..<min(bytes.count, offset + 65_536)])

@@ -144,8 +144,8 @@ final class BlobWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             if expectedSize == nil { try recordContentSize() }
-            try early.finish()
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: try file.size())
+            return StagedBlob(
+                file: file, hash: hash, size: size, storedSize: try file.size(), earlySteps: early.finish())
         } catch {
             discard()
             throw error
@@ -203,15 +203,28 @@ struct StagedBlob {
     /// layer file is still being written), and what it met. Nothing is written to a staged
     /// file after that.
     private(set) var ahead: Pending<StoreError?>?
+    /// The writer's early sync (``EarlySync``): a step may still be running, and the
+    /// file's fsync waits for it, and fails with the error a step met.
+    let earlySteps: EarlySync.Steps?
 
-    init(file: POSIXFile, hash: BlobHash, size: Int64, storedSize: Int64) {
+    init(file: POSIXFile, hash: BlobHash, size: Int64, storedSize: Int64, earlySteps: EarlySync.Steps?) {
         self.file = file
         self.hash = hash
         self.size = size
         self.storedSize = storedSize
+        self.earlySteps = earlySteps
     }
 
     var temporaryPath: String { file.path }
+
+    /// Waits for the writer's early sync step still running, if one is, and throws the
+    /// error a step met: called before the commit's write lock, so that the fsync inside
+    /// it finds only the rest to do. For a blob from ``syncingAhead()``, returns at once:
+    /// the thread of its fsync waits for the step.
+    func settle() throws(StoreError) {
+        guard ahead == nil else { return }
+        try earlySteps?.wait()
+    }
 
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
     /// For a blob from ``syncingAhead()``, waits for the fsync it started.
@@ -220,15 +233,17 @@ struct StagedBlob {
             if let failure = ahead.wait() { throw failure }
             return
         }
+        try earlySteps?.wait()  // done by settle(), usually: then no wait
         try Failpoint.check("blob.beforeFsync", path: file.path)
         try file.sync()
     }
 
-    /// Starts the fsync now, on another thread; the blob returned is the same, and its
+    /// Starts the fsync now, on another thread, after the writer's early sync step still
+    /// running (the caller waits for neither); the blob returned is the same, and its
     /// ``sync()`` waits for that fsync. The fsync goes through a duplicate of the writer's
     /// descriptor: the writer may close its file meanwhile (a download given up).
     func syncingAhead() -> StagedBlob {
-        let path = file.path
+        let (path, earlySteps) = (file.path, earlySteps)
         let descriptor = dup(file.descriptor)
         let dupFailure: StoreError? = descriptor < 0 ? .fromErrno("dup", path) : nil
         var blob = self
@@ -236,6 +251,7 @@ struct StagedBlob {
             guard descriptor >= 0 else { return dupFailure }
             defer { close(descriptor) }
             do throws(StoreError) {
+                try earlySteps?.wait()
                 try Failpoint.check("blob.beforeFsync", path: path)
                 try Failpoint.check("file.fsync", path: path)
                 if fsync(descriptor) != 0 { throw .fromErrno("fsync", path) }

@@ -81,9 +81,8 @@ final class FrameWriter {
             if let expectedHash, expectedHash != hash {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
-            try early.finish()
             finished = true
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: written)
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: written, earlySteps: early.finish())
         } catch {
             discard()
             throw error

@@ -95,6 +95,8 @@ extension InstantStore {
                 claim.close()
             }
         }
+        // The writer's early sync step still under way, waited for outside the write lock.
+        try staged.settle()
         let path = layout.blobPath(hash)
         // Checked before the write lock is taken (it reads files); the transaction trusts
         // the result only while the stored file is still the one checked.

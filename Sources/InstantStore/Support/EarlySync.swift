@@ -19,15 +19,17 @@ import Synchronization
 /// Only an optimization: the writer's own `fsync` still runs before any commit and is what
 /// durability rests on. Each step syncs through a descriptor of its own, so an I/O error it
 /// meets is still reported to the writer's `fsync` too (Linux reports a writeback error once
-/// per open file description); a step that failed also fails ``finish()``.
+/// per open file description); a step that failed also fails ``Steps/wait()``.
 ///
 /// ```swift
 /// let early = EarlySync()
 /// try file.write(bytes)
 /// written += Int64(bytes.count)
 /// early.wrote(file, upTo: written)
-/// // … the last byte written, before the commit and its write lock:
-/// try early.finish()
+/// // … the last byte written: no step starts any more.
+/// let steps = early.finish()
+/// // … before the fsync (and outside the commit's write lock):
+/// try steps.wait()
 /// try file.sync()
 /// ```
 final class EarlySync {
@@ -84,14 +86,27 @@ final class EarlySync {
         #endif
     }
 
-    /// Called once the last byte is written, before the commit (and outside its write
-    /// lock): skips a step not begun yet (the final fsync does its work), waits for one
-    /// running, and throws the error a step met, if one did.
-    func finish() throws(StoreError) {
-        try Failpoint.check("file.earlySync.beforeWait")
+    /// Called once the last byte is written: skips a step not begun yet (the final fsync
+    /// does its work) and returns at once. The step still running, if one is, is waited
+    /// for with ``Steps/wait()`` before the file's fsync: the end of a download need not
+    /// wait for it while its layer file is still being written, say.
+    func finish() -> Steps {
         shared.cancel()
-        shared.running.wait()
-        if let failure = shared.failure { throw failure }
+        return Steps(shared: shared)
+    }
+
+    /// The steps of a writer that has finished: waited for, on any thread, before the
+    /// file's own fsync.
+    struct Steps: Sendable {
+        fileprivate let shared: Shared
+
+        /// Waits for the step still running, if one is, and throws the error a step met,
+        /// if one did. Call it outside the commit's write lock where the caller can.
+        func wait() throws(StoreError) {
+            try Failpoint.check("file.earlySync.beforeWait")
+            shared.running.wait()
+            if let failure = shared.failure { throw failure }
+        }
     }
 
     /// The writer gave up: a step not begun yet is skipped; one running is not waited for.
@@ -101,7 +116,7 @@ final class EarlySync {
 
     /// What the writer and its steps share: whether a step runs, what one met, and whether
     /// the writer is done.
-    private final class Shared: Sendable {
+    fileprivate final class Shared: Sendable {
         private struct State {
             var isRunning = false
             var isCancelled = false
