@@ -18,7 +18,7 @@ import Testing
         ("ingest-announced", "blob.afterRename"), ("ingest-announced", "blob.beforeCommitTransaction"),
         ("create-layer", "layer.beforeCommit"), ("create-layer", "layer.afterRename"),
         ("create-layer", "layer.afterInsert"), ("create-layer", "layer.afterCommit"),
-        ("annotate", "layer.beforeCommit"),
+        ("annotate", "layer.syncRecord"), ("annotate", "layer.beforeCommit"),
         ("remove-layer", "remove.afterMark"), ("remove-layer", "remove.beforeCommit"),
         ("remove-layer", "remove.afterCommit"), ("remove-layer", "gc.afterUnlink"),
         ("remove-document", "gc.afterDeleteRow"), ("remove-document", "gc.afterUnlink"),

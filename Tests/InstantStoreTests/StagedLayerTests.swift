@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Crypto
+import Synchronization
 import Testing
 
 @testable import InstantStore
@@ -224,5 +225,51 @@ import Testing
         #expect(scratch.files(in: "blobs").isEmpty && scratch.files(in: "layers").isEmpty)
         #expect(tmpEntries(scratch).isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A layer's commit is not synced (a download is a cache fill a power cut may forget),
+    /// so a handle's first local change syncs the catalog before it commits: when that sync
+    /// fails, the change fails and the layer holds nothing of it; with the sync working, the
+    /// same change goes in. Worker processes: the failpoint is process-wide.
+    @Test func aLayersFirstLocalChangeSyncsTheCatalogBeforeItCommits() async throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l").close()
+        let arguments = ["annotate", scratch.root.path, Scratch.tenant.string, "d", "l", "a"]
+        let failed = try await runWorker(arguments, failpoint: "layer.syncRecord=eio")
+        #expect(failed.status == 2 && !failed.signalled, "\(failed.output)")
+        #expect(failed.output.contains("layer.syncRecord"), "\(failed.output)")
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "l")
+        defer { layer.close() }
+        #expect(try layer.pendingChanges().isEmpty && layer.annotations().isEmpty)
+        let done = try await runWorker(arguments)
+        #expect(done.status == 0, "\(done.output)")
+        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
+    }
+
+    /// The sync runs once per handle, before its first local change; a handle whose layer
+    /// has no row in the catalog (removed) refuses the change and records nothing.
+    @Test func aHandleSyncsItsRecordOnceAndRefusesAChangeWithoutOne() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let created = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l")
+        let (key, path) = (created.key, scratch.store.layout.layerPath(key: created.key))
+        created.close()
+        let calls = Mutex(0)
+        let layer = try LayerDatabase(
+            path: path, key: key,
+            hooks: LayerHooks(syncRecord: { _ in
+                calls.withLock { $0 += 1 }
+                return true
+            }))
+        for index in 0..<3 { try layer.create(id: "n\(index)", content: note("\(index)")) }
+        layer.close()
+        #expect(calls.withLock { $0 } == 1)
+        let orphan = try LayerDatabase(path: path, key: key, hooks: LayerHooks(syncRecord: { _ in false }))
+        defer { orphan.close() }
+        #expect {
+            try orphan.create(id: "x", content: note("x"))
+        } throws: { ($0 as? StoreError)?.code == "layer_removed" }
+        #expect(try orphan.pendingChanges().count == 3)
     }
 }

@@ -82,7 +82,8 @@ final class Catalog: Sendable {
         /// (`synchronous = NORMAL`). The WAL is written in order, so such a commit is never
         /// lost while a later one survives; a power cut may only forget it, which must leave
         /// nothing worse than an orphan file. For commits that only add cache content a
-        /// client can download again: a PDF ingest.
+        /// client can download again: a PDF ingest, a downloaded layer (whose first local
+        /// change syncs the catalog before it commits: ``LayerHooks/syncRecord``).
         case deferred
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// One layer's annotations: records as this device sees them, the local changes not yet
 /// acknowledged by the server, and the sync cursor. One SQLite file per layer (WAL,
@@ -23,6 +24,9 @@ public final class LayerDatabase: Sendable {
     public let key: String
     let path: String
     private let hooks: LayerHooks
+    /// Whether this handle has made the catalog's row for its layer durable
+    /// (``LayerHooks/syncRecord``), which its first local change does before it commits.
+    private let recordSynced = Mutex(false)
 
     /// Opens the layer file at `path`, upgrading a file of an older format in place.
     /// `isCopy`: the file is a copy (of a quarantined layer), upgraded even when damaged,
@@ -262,6 +266,7 @@ public final class LayerDatabase: Sendable {
     /// killed leaves its mark behind, and that mark is cleared rather than reported, so
     /// nobody sees `layerRemoved` for a layer that is still there.
     func write(addsPending: Bool = false, _ body: (Database) throws -> Void) throws(StoreError) {
+        if addsPending { try syncRecordOnce() }
         var resolved = false
         while true {
             do {
@@ -287,6 +292,22 @@ public final class LayerDatabase: Sendable {
             }
         }
         hooks.didWrite(self, addsPending)
+    }
+
+    /// Before this handle's first local change: makes the catalog's row for the layer
+    /// durable, outside the layer's write lock (a removal takes the catalog's lock, then
+    /// the layer's). A download commits that row without syncing it (see
+    /// ``InstantStore/commit(_:tenant:document:layer:claim:unlessWithdrawn:)``), so a power
+    /// cut may forget it; a local change must never land in a file whose row can still be
+    /// forgotten, or it would return durable in what the store takes for an orphan.
+    /// No row: the layer was removed, and the change is refused as a removed mark refuses it.
+    private func syncRecordOnce() throws(StoreError) {
+        guard let syncRecord = hooks.syncRecord, !recordSynced.withLock({ $0 }) else { return }
+        guard try syncRecord(self) else {
+            let meta = try metadata()
+            throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+        }
+        recordSynced.withLock { $0 = true }
     }
 
     /// GRDB's `inTransaction(.immediate)` with its `BEGIN` and `COMMIT` prepared once per
@@ -428,4 +449,7 @@ struct LayerHooks: Sendable {
     var resolveMark: (@Sendable (LayerDatabase) throws(StoreError) -> Bool)?
     /// A read or write found the file corrupt.
     var flagCorrupt: (@Sendable () -> Void)?
+    /// Before the handle's first local change: makes every catalog commit so far durable,
+    /// the one that recorded this layer included; false when the catalog has no row for it.
+    var syncRecord: (@Sendable (LayerDatabase) throws(StoreError) -> Bool)?
 }

@@ -65,7 +65,7 @@ extension InstantStore {
     /// With `layer` (a download: the layer staged for `tenant`'s `document` while the PDF
     /// arrived), the layer appears in the same transaction: the document is never in the
     /// store with its new PDF and without the layer, so no prune can take the PDF between
-    /// the two, and the download pays for one synced commit.
+    /// the two, and the download pays for one commit.
     ///
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
@@ -104,12 +104,13 @@ extension InstantStore {
         let storedIsIntact = compared != nil && isIntactCopy(of: staged, at: path)
         try Failpoint.check("blob.beforeCommit")
         if layer != nil { try Failpoint.check("layer.beforeCommit") }
-        // Deferred durability in a cache: the blob file and its directory entry are synced
-        // before the commit, so a power cut can only forget this ingest (an orphan,
-        // downloaded again), never leave a reference to a missing file. A server's store
-        // holds originals nobody can download again, and a layer may soon hold local
-        // changes: synced.
-        let durability: Catalog.Durability = isOrigin || layer != nil ? .synced : .deferred
+        // Deferred durability in a cache: the files and their directory entries are synced
+        // before the commit, so a power cut can only forget this ingest or download (orphans,
+        // downloaded again), never leave a reference to a missing file. A downloaded layer
+        // holds nothing the server does not; its first local change syncs the catalog before
+        // it commits (``LayerHooks/syncRecord``). A server's store holds originals nobody
+        // can download again: synced.
+        let durability: Catalog.Durability = isOrigin ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
             // The temp file's fsync runs while the rows are looked up; the rename below

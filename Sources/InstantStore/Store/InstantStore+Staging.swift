@@ -48,11 +48,15 @@ extension InstantStore {
     /// `withdrawn`, when given, is asked inside the transaction: when it answers true (the
     /// app removed what the layer was for), nothing is committed and the call throws
     /// `layerRemoved`.
+    ///
+    /// The commit is not synced (but in a server's store): a power cut right after it may
+    /// forget the layer, leaving an orphan file, never a row without its file. The layer's
+    /// first local change syncs the catalog before it commits (``LayerHooks/syncRecord``).
     public func commitLayer(
         _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
-        try catalog.write { db in
+        try catalog.write(durability: isOrigin ? .synced : .deferred) { db in
             try Self.refuseIfWithdrawn(withdrawn, document: staged.document, layer: staged.layer)
             if requiringPDF {
                 guard let tenantID = try self.catalog.tenantID(staged.tenant, create: false, in: db),

@@ -170,7 +170,8 @@ public final class InstantStore: Sendable {
             didWrite: { layer, addedPending in summaries.didWrite(layer, addedPending: addedPending) },
             willClose: { layer in summaries.willClose(layer) },
             resolveMark: { [self] (layer) throws(StoreError) in try self.resolveStaleMark(layer) },
-            flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) })
+            flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) },
+            syncRecord: { [self] _ throws(StoreError) in try self.syncLayerRecord(key: key) })
         do {
             return try LayerDatabase(path: layout.layerPath(key: key), key: key, hooks: hooks)
         } catch {
@@ -188,6 +189,19 @@ public final class InstantStore: Sendable {
             let claimed = try self.catalog.hasLayer(key: layer.key, in: db)
             if claimed { try layer.unmarkRemoved() }
             return claimed
+        }
+    }
+
+    /// Makes every catalog commit so far durable, the one that recorded the layer `key`
+    /// included: a synced write to that layer's row (its last use) syncs the catalog's WAL,
+    /// which holds every earlier commit before it. False when no row names the layer.
+    func syncLayerRecord(key: String) throws(StoreError) -> Bool {
+        try Failpoint.check("layer.syncRecord")
+        return try catalog.write(durability: .synced) { db in
+            try db.cachedStatement(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?").execute(arguments: [
+                Date(), key,
+            ])
+            return db.changesCount > 0
         }
     }
 
