@@ -217,12 +217,15 @@ struct StagedBlob {
 
     var temporaryPath: String { file.path }
 
-    /// Waits for the writer's early sync step still running, if one is, and throws the
-    /// error a step met: called before the commit's write lock, so that the fsync inside
-    /// it finds only the rest to do. For a blob from ``syncingAhead()``, returns at once:
-    /// the thread of its fsync waits for the step.
+    /// Called before the commit's write lock, so that no wait for a disk happens under it:
+    /// for a blob from ``syncingAhead()``, waits for that fsync (and the early sync step
+    /// before it); otherwise waits for the early sync step still running, if one is, so
+    /// the fsync inside the lock finds only the rest to do. Throws what either met.
     func settle() throws(StoreError) {
-        guard ahead == nil else { return }
+        if let ahead {
+            if let failure = ahead.wait() { throw failure }
+            return
+        }
         try earlySteps?.wait()
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The store's catalog: one SQLite database in WAL mode, shared by every process that
 /// opens the store. SQLite serialises write transactions across processes; every change
@@ -87,12 +88,27 @@ final class Catalog: Sendable {
         case deferred
     }
 
+    /// Set when a deferred write could not set `synchronous = FULL` back: the next synced
+    /// write sets it first, rather than commit unsynced.
+    private let fullSyncPending = Mutex(false)
+
     /// Runs `body` in an IMMEDIATE write transaction, committed when it returns.
     func write<T>(durability: Durability = .synced, _ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try pool.writeWithoutTransaction { db in
-                if durability == .deferred { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-                defer { if durability == .deferred { try? db.execute(sql: "PRAGMA synchronous = FULL") } }
+                if durability == .deferred {
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                    fullSyncPending.withLock { $0 = true }
+                } else if fullSyncPending.withLock({ $0 }) {
+                    try db.execute(sql: "PRAGMA synchronous = FULL")
+                    fullSyncPending.withLock { $0 = false }
+                }
+                defer {
+                    // Reported by the next synced write, not here: this one may have committed.
+                    if durability == .deferred, (try? db.execute(sql: "PRAGMA synchronous = FULL")) != nil {
+                        fullSyncPending.withLock { $0 = false }
+                    }
+                }
                 var result: T?
                 try db.inTransaction(.immediate) {
                     result = try body(db)

@@ -266,7 +266,7 @@ public final class LayerDatabase: Sendable {
     /// killed leaves its mark behind, and that mark is cleared rather than reported, so
     /// nobody sees `layerRemoved` for a layer that is still there.
     func write(addsPending: Bool = false, _ body: (Database) throws -> Void) throws(StoreError) {
-        if addsPending { try syncRecordOnce() }
+        if addsPending { syncRecordOnce() }
         var resolved = false
         while true {
             do {
@@ -294,19 +294,22 @@ public final class LayerDatabase: Sendable {
         hooks.didWrite(self, addsPending)
     }
 
-    /// Before this handle's first local change: makes the catalog's row for the layer
-    /// durable, outside the layer's write lock (a removal takes the catalog's lock, then
-    /// the layer's). A download commits that row without syncing it (see
-    /// ``InstantStore/commit(_:tenant:document:layer:claim:unlessWithdrawn:)``), so a power
-    /// cut may forget it; a local change must never land in a file whose row can still be
-    /// forgotten, or it would return durable in what the store takes for an orphan.
-    /// No row: the layer was removed, and the change is refused as a removed mark refuses it.
-    private func syncRecordOnce() throws(StoreError) {
+    /// Before this handle's first local change (unless its opening did it): makes the
+    /// catalog's row for the layer durable, outside the layer's write lock (a removal takes
+    /// the catalog's lock, then the layer's). A download commits that row without syncing
+    /// it, so a power cut may forget it, and a change made then would be durable in a file
+    /// the store takes for an orphan, out of sight until an orphan sweep adopts it back.
+    ///
+    /// Best effort: a sync that fails (the catalog busy, full, or closed) never fails the
+    /// edit, which the layer file alone makes durable; the next change tries again. A layer
+    /// with no row was removed: the write's removed mark refuses the change.
+    private func syncRecordOnce() {
         guard let syncRecord = hooks.syncRecord, !recordSynced.withLock({ $0 }) else { return }
-        guard try syncRecord(self) else {
-            let meta = try metadata()
-            throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
-        }
+        if (try? syncRecord(self)) == true { markRecordSynced() }
+    }
+
+    /// The catalog's row for this layer is durable: no local change needs to sync it.
+    func markRecordSynced() {
         recordSynced.withLock { $0 = true }
     }
 

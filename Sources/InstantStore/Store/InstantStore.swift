@@ -138,10 +138,10 @@ public final class InstantStore: Sendable {
         if try database.isMarkedRemoved(), try !resolveStaleMark(database) {
             throw .layerRemoved(document: document, layer: layer)
         }
-        // Bookkeeping for prune's least-recently-used order: a lost update costs nothing.
-        try? catalog.write { db in
-            try db.execute(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?", arguments: [Date(), row.key])
-        }
+        // The last use, for prune's least-recently-used order, written synced: that also
+        // makes the layer's row durable (a download commits it unsynced), so the handle's
+        // first local change needs no flush of its own. A failure costs nothing here.
+        if (try? syncLayerRecord(key: row.key)) == true { database.markRecordSynced() }
         return database
     }
 
@@ -198,10 +198,16 @@ public final class InstantStore: Sendable {
     func syncLayerRecord(key: String) throws(StoreError) -> Bool {
         try Failpoint.check("layer.syncRecord")
         return try catalog.write(durability: .synced) { db in
-            try db.cachedStatement(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?").execute(arguments: [
-                Date(), key,
-            ])
-            return db.changesCount > 0
+            guard
+                let last = try Date.fetchOne(
+                    db.cachedStatement(sql: "SELECT lastUsedAt FROM layer WHERE key = ?"), arguments: [key])
+            else { return false }
+            // Later than the stored value (kept to the millisecond), so that the row's bytes
+            // change: SQLite writes no page, so syncs nothing, for a row left as it was.
+            let now = max(Date(), last.addingTimeInterval(0.002))
+            try db.cachedStatement(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?")
+                .execute(arguments: [now, key])
+            return true
         }
     }
 
