@@ -21,9 +21,17 @@ extension InstantDocumentDescriptor {
     @discardableResult
     public func download(usingJWT token: String) throws(InstantError) -> InstantOperation {
         guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
-        let jwt = try InstantJWT(parsing: token)
-        try check(jwt)
-        if isDownloaded { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
+        // The token the descriptor was made with, parsed already (the usual case).
+        let jwt: InstantJWT
+        if let known = mutable.withLock({ $0.jwt }), known.token == token {
+            jwt = known
+        } else {
+            jwt = try InstantJWT(parsing: token)
+        }
+        // One look at the store for both checks; it runs before every download.
+        let stored = mutable.withLock { $0.invalidated } ? nil : try? client.localDescriptor(identifier, layerName)
+        try check(jwt, stored: stored)
+        if stored?.pdfSHA256 != nil { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
         let progress = Progress(totalUnitCount: -1)
         // Taken before the lock: a removal counted from here on withdraws this download.
         let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
@@ -92,14 +100,17 @@ extension InstantDocumentDescriptor {
 
     /// A JWT for this descriptor: its document and layer, and the stored layer's user.
     func check(_ jwt: InstantJWT) throws(InstantError) {
+        try check(jwt, stored: try? client?.localDescriptor(identifier, layerName))
+    }
+
+    /// ``check(_:)`` against the store's row for the layer, read already.
+    func check(_ jwt: InstantJWT, stored: LocalDescriptor?) throws(InstantError) {
         guard jwt.documentID == identifier, jwt.layerName == layerName else {
             throw InstantError(
                 .invalidJWT,
                 "the JWT is for document \(jwt.documentID), layer \"\(jwt.layerName)\", not for \(self)")
         }
-        if let owner = try? client?.localDescriptor(identifier, layerName)?.userID, let user = jwt.userID,
-            owner != user
-        {
+        if let owner = stored?.userID, let user = jwt.userID, owner != user {
             throw InstantError(
                 .userIDMismatch,
                 "the layer is stored for user \(owner), and this JWT is for \(user): remove its local storage first")

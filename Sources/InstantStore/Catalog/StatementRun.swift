@@ -31,6 +31,18 @@ extension Database {
         try step(sql, values) { statement in sqlite3_column_int64(statement, 0) }
     }
 
+    /// The first row of a SELECT (prepared once per connection), its columns read with
+    /// SQLite's C API (``ScannedRow``); nil when there is no row. For the lookups a client
+    /// makes before every download and state read: decoding records (`SELECT *`, dates as
+    /// text) cost more than the query.
+    ///
+    /// ```swift
+    /// let pending = try db.firstRow("SELECT pendingCount FROM layer WHERE key = ?", .text(key)) { $0.int64(0) }
+    /// ```
+    func firstRow<T>(_ sql: String, _ values: BoundValue..., read: (ScannedRow) -> T) throws -> T? {
+        try step(sql, values) { statement in read(ScannedRow(statement: statement)) }
+    }
+
     /// Binds `values`, steps once, reads the row (if any) with `read`, and resets the
     /// statement so that it holds neither a read snapshot nor the bound bytes.
     private func step<T>(_ sql: String, _ values: [BoundValue], _ read: (SQLiteStatement) -> T) throws -> T? {

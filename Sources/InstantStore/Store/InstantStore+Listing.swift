@@ -67,18 +67,26 @@ extension InstantStore {
     public func localDescriptor(tenant: TenantURL, document: String, layer: String) throws(StoreError)
         -> LocalDescriptor?
     {
+        // One statement, its columns read in place: this runs before every download.
         try catalog.read { db -> LocalDescriptor? in
-            guard let tenantID = try catalog.tenantID(tenant, create: false, in: db),
-                let documentRow = try catalog.document(tenantID, document, in: db), let id = documentRow.id,
-                let row = try catalog.layer(id, layer, in: db)
-            else { return nil }
-            let pdfBytes = try documentRow.blobSha256.flatMap { try BlobRecord.fetchOne(db, key: $0)?.storedSize }
-            return LocalDescriptor(
-                tenant: tenant, documentIdentifier: document, layerName: layer,
-                userID: row.userId.map { String(storedBytes: $0) }, annotationCount: row.annotationCount,
-                pendingChangeCount: row.pendingCount, layerBytes: row.bytes,
-                pdfSHA256: documentRow.blobSha256.flatMap { BlobHash(hex: $0) }, pdfStoredBytes: pdfBytes ?? 0,
-                lastUsedAt: row.lastUsedAt, isCorrupted: row.corrupt || documentRow.corrupt)
+            try db.firstRow(
+                """
+                SELECT layer.userId, layer.annotationCount, layer.pendingCount, layer.bytes,
+                       \(Catalog.milliseconds("layer.lastUsedAt")), layer.corrupt OR document.corrupt,
+                       document.blobSha256, blob.storedSize
+                FROM tenant
+                JOIN document ON document.tenantId = tenant.id AND document.identifier = ?
+                JOIN layer ON layer.documentId = document.id AND layer.name = ?
+                LEFT JOIN blob ON blob.sha256 = document.blobSha256
+                WHERE tenant.url = ?
+                """, .blob(document.storedBytes), .blob(layer.storedBytes), .text(tenant.string)
+            ) { row in
+                LocalDescriptor(
+                    tenant: tenant, documentIdentifier: document, layerName: layer, userID: row.optionalString(0),
+                    annotationCount: row.int64(1), pendingChangeCount: row.int64(2), layerBytes: row.int64(3),
+                    pdfSHA256: row.blobHash(6), pdfStoredBytes: row.int64(7),
+                    lastUsedAt: Date(timeIntervalSince1970: Double(row.int64(4)) / 1000), isCorrupted: row.bool(5))
+            }
         }
     }
 

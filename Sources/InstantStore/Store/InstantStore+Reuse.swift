@@ -7,14 +7,21 @@ extension InstantStore {
     /// The document's PDF, unless it is missing or flagged corrupt (a reader or verify
     /// found it damaged): a PDF the client can trust without downloading it again.
     public func intactPDF(tenant: TenantURL, document: String) throws(StoreError) -> StoredPDF? {
-        try catalog.read { db -> StoredPDF? in
-            guard let tenantID = try catalog.tenantID(tenant, create: false, in: db),
-                let row = try catalog.document(tenantID, document, in: db), !row.corrupt, let sha = row.blobSha256,
-                let hash = BlobHash(hex: sha), try !Self.isFlagged(sha, in: db),
-                let blob = try BlobRecord.fetchOne(db, key: sha)
-            else { return nil }
-            return StoredPDF(sha256: hash, size: blob.size, storedSize: blob.storedSize, deduplicated: true)
+        // One statement, its columns read in place: this runs before every download.
+        let found = try catalog.read { db in
+            try db.firstRow(
+                """
+                SELECT blob.sha256, blob.size, blob.storedSize,
+                       EXISTS (SELECT 1 FROM document flagged WHERE flagged.blobSha256 = blob.sha256 AND flagged.corrupt)
+                FROM tenant
+                JOIN document ON document.tenantId = tenant.id AND document.identifier = ? AND NOT document.corrupt
+                JOIN blob ON blob.sha256 = document.blobSha256
+                WHERE tenant.url = ?
+                """, .blob(document.storedBytes), .text(tenant.string)
+            ) { row in (hash: row.blobHash(0), size: row.int64(1), storedSize: row.int64(2), flagged: row.bool(3)) }
         }
+        guard let found, let hash = found.hash, !found.flagged else { return nil }
+        return StoredPDF(sha256: hash, size: found.size, storedSize: found.storedSize, deduplicated: true)
     }
 
     /// Points `document` at the stored PDF `hash` (creating the document when missing), if
