@@ -31,6 +31,7 @@ import Testing
         Self.token(#"{"layer":"x"}"#), Self.token(#"{"document_id":7}"#), Self.token(#"{"document_id":""}"#),
         Self.token(#"["document_id"]"#), Self.token("not json"),
         Self.token(#"{"document_id":"d","layer":5}"#), Self.token(#"{"document_id":"d","user_id":["a"]}"#),
+        Self.token(#"{"document_id":"d","layer":null}"#), Self.token(#"{"document_id":"d","document_id":"e"}"#),
         "eyJhbGciOiJub25lIn0.%%%.sig", String(repeating: "a", count: 70_000) + ".b.c",
     ])
     func anythingElseIsInvalidJWT(token: String) {
@@ -39,6 +40,25 @@ import Testing
         } throws: { error in
             (error as? InstantError)?.code == .invalidJWT && !(error as? InstantError)!.message.isEmpty
         }
+    }
+
+    /// The payload's base64url is read by hand: every length, padded or not, and the
+    /// standard alphabet's `+` and `/`, decode to what Foundation decodes.
+    @Test func payloadsOfEveryLengthDecode() throws {
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 250) }
+            let standard = Data(bytes).base64EncodedString()
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            for text in [standard, url, url.replacingOccurrences(of: "=", with: "")] {
+                #expect(InstantJWT.base64URLDecoded(Substring(text)) == bytes, "\(text)")
+            }
+        }
+        for bad in ["a", "ab=c", "abc==", "ab===", "a b", "abé"] {
+            #expect(InstantJWT.base64URLDecoded(Substring(bad)) == nil, "\(bad)")
+        }
+        let padded = Data(#"{"document_id":"d1","exp":1.5}"#.utf8).base64EncodedString()
+        let jwt = try InstantJWT(parsing: "e30.\(padded).c2ln")
+        #expect(jwt.documentID == "d1" && jwt.expiration == Date(timeIntervalSince1970: 1.5))
     }
 
     @Test func errorCodesAreInstants() {
