@@ -286,4 +286,30 @@ import Testing
         try layer.create(id: "a", content: note("a"))
         #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
     }
+
+    /// Opening a layer writes its last use, synced: the clock's time (a clock set back sets
+    /// it back too), or 2 ms past the stored value when the clock is that close to it, so
+    /// the row always changes (a row left as it was writes nothing, so syncs nothing).
+    @Test func openingALayerWritesItsLastUse() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l").close()
+        func lastUse() throws -> Date {
+            try #require(try scratch.store.localDescriptor(tenant: Scratch.tenant, document: "d", layer: "l"))
+                .lastUsedAt
+        }
+        func store(_ date: Date) throws {
+            try scratch.store.catalog.write { db in
+                try db.execute(sql: "UPDATE layer SET lastUsedAt = ?", arguments: [date])
+            }
+        }
+        func open() throws { try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "l").close() }
+        try store(Date().addingTimeInterval(3600))
+        try open()
+        #expect(try lastUse() < Date().addingTimeInterval(60), "an hour ahead, set back to the clock's time")
+        try store(Date().addingTimeInterval(0.001))
+        let stored = try lastUse()
+        try open()
+        #expect(try lastUse() > stored)
+    }
 }

@@ -84,7 +84,8 @@ final class Catalog: Sendable {
         /// lost while a later one survives; a power cut may only forget it, which must leave
         /// nothing worse than an orphan file. For commits that only add cache content a
         /// client can download again: a PDF ingest, a downloaded layer (whose first local
-        /// change syncs the catalog before it commits: ``LayerHooks/syncRecord``).
+        /// change syncs the catalog before it commits, if opening it did not:
+        /// ``LayerHooks/syncRecord``).
         case deferred
     }
 

@@ -24,8 +24,8 @@ public final class LayerDatabase: Sendable {
     public let key: String
     let path: String
     private let hooks: LayerHooks
-    /// Whether this handle has made the catalog's row for its layer durable
-    /// (``LayerHooks/syncRecord``), which its first local change does before it commits.
+    /// Whether the catalog's row for this handle's layer is known durable: synced when
+    /// the store opened the handle, or by its first local change (``LayerHooks/syncRecord``).
     private let recordSynced = Mutex(false)
 
     /// Opens the layer file at `path`, upgrading a file of an older format in place.
@@ -298,11 +298,13 @@ public final class LayerDatabase: Sendable {
     /// catalog's row for the layer durable, outside the layer's write lock (a removal takes
     /// the catalog's lock, then the layer's). A download commits that row without syncing
     /// it, so a power cut may forget it, and a change made then would be durable in a file
-    /// the store takes for an orphan, out of sight until an orphan sweep adopts it back.
+    /// the store takes for an orphan, out of sight until an orphan sweep adopts it back (or
+    /// quarantines it, if the layer was downloaded again meanwhile).
     ///
     /// Best effort: a sync that fails (the catalog busy, full, or closed) never fails the
-    /// edit, which the layer file alone makes durable; the next change tries again. A layer
-    /// with no row was removed: the write's removed mark refuses the change.
+    /// edit, which the layer file alone makes durable; the next change tries again (and
+    /// waits, as the catalog's writers do, up to its busy timeout). A layer with no row was
+    /// removed: the write's removed mark refuses the change.
     private func syncRecordOnce() {
         guard let syncRecord = hooks.syncRecord, !recordSynced.withLock({ $0 }) else { return }
         if (try? syncRecord(self)) == true { markRecordSynced() }

@@ -107,9 +107,9 @@ extension InstantStore {
         // Deferred durability in a cache: the files and their directory entries are synced
         // before the commit, so a power cut can only forget this ingest or download (orphans,
         // downloaded again), never leave a reference to a missing file. A downloaded layer
-        // holds nothing the server does not; its first local change syncs the catalog before
-        // it commits (``LayerHooks/syncRecord``). A server's store holds originals nobody
-        // can download again: synced.
+        // holds nothing the server does not; opening it syncs its row, or else its first
+        // local change does (``LayerHooks/syncRecord``). A server's store holds originals
+        // nobody can download again: synced.
         let durability: Catalog.Durability = isOrigin ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")

@@ -50,8 +50,8 @@ extension InstantStore {
     /// `layerRemoved`.
     ///
     /// The commit is not synced (but in a server's store): a power cut right after it may
-    /// forget the layer, leaving an orphan file, never a row without its file. The layer's
-    /// first local change syncs the catalog before it commits (``LayerHooks/syncRecord``).
+    /// forget the layer, leaving an orphan file, never a row without its file. Opening the
+    /// layer syncs its row, or else its first local change does (``LayerHooks/syncRecord``).
     public func commitLayer(
         _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) {

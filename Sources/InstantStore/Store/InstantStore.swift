@@ -202,9 +202,12 @@ public final class InstantStore: Sendable {
                 let last = try Date.fetchOne(
                     db.cachedStatement(sql: "SELECT lastUsedAt FROM layer WHERE key = ?"), arguments: [key])
             else { return false }
-            // Later than the stored value (kept to the millisecond), so that the row's bytes
-            // change: SQLite writes no page, so syncs nothing, for a row left as it was.
-            let now = max(Date(), last.addingTimeInterval(0.002))
+            // Another value than the stored one (kept to the millisecond), so that the row's
+            // bytes change: SQLite writes no page, so syncs nothing, for a row left as it
+            // was. The clock's time, unless that is within 2 ms of it (a clock set back
+            // still sets the last use back).
+            let clock = Date()
+            let now = abs(clock.timeIntervalSince(last)) < 0.002 ? last.addingTimeInterval(0.002) : clock
             try db.cachedStatement(sql: "UPDATE layer SET lastUsedAt = ? WHERE key = ?")
                 .execute(arguments: [now, key])
             return true
