@@ -227,23 +227,29 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// A handle on a new layer's file whose only hook is `syncRecord`.
+    private func newLayer(
+        in scratch: Scratch, syncRecord: @escaping @Sendable (LayerDatabase) throws(StoreError) -> Bool
+    ) throws -> LayerDatabase {
+        let created = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l")
+        created.close()
+        return try LayerDatabase(
+            path: scratch.store.layout.layerPath(key: created.key), key: created.key,
+            hooks: LayerHooks(syncRecord: syncRecord))
+    }
+
     /// A layer's commit is not synced (a download is a cache fill a power cut may forget),
     /// so a handle syncs the catalog's row for its layer before its first local change
     /// commits (the change is not in the layer yet when it runs), and only once.
     @Test func aHandleSyncsItsRecordOnceBeforeItsFirstChange() throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }
-        let created = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l")
-        let (key, path) = (created.key, scratch.store.layout.layerPath(key: created.key))
-        created.close()
         let pendingAtSync = Mutex<[Int]>([])
-        let layer = try LayerDatabase(
-            path: path, key: key,
-            hooks: LayerHooks(syncRecord: { (layer) throws(StoreError) in
-                let pending = try layer.pendingChanges().count
-                pendingAtSync.withLock { $0.append(pending) }
-                return true
-            }))
+        let layer = try newLayer(in: scratch) { (layer) throws(StoreError) in
+            let pending = try layer.pendingChanges().count
+            pendingAtSync.withLock { $0.append(pending) }
+            return true
+        }
         defer { layer.close() }
         for index in 0..<3 { try layer.create(id: "n\(index)", content: note("\(index)")) }
         #expect(pendingAtSync.withLock { $0 } == [0])
@@ -256,20 +262,15 @@ import Testing
     @Test func aFailedSyncNeverFailsAnEditAndIsTriedAgain() throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }
-        let created = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "l")
-        let (key, path) = (created.key, scratch.store.layout.layerPath(key: created.key))
-        created.close()
         let calls = Mutex(0)
-        let layer = try LayerDatabase(
-            path: path, key: key,
-            hooks: LayerHooks(syncRecord: { (_) throws(StoreError) in
-                let call = calls.withLock {
-                    $0 += 1
-                    return $0
-                }
-                if call == 1 { throw StoreError.busy(path: "catalog") }
-                return call == 3
-            }))
+        let layer = try newLayer(in: scratch) { (_) throws(StoreError) in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            if call == 1 { throw StoreError.busy(path: "catalog") }
+            return call == 3
+        }
         defer { layer.close() }
         for index in 0..<5 { try layer.create(id: "n\(index)", content: note("\(index)")) }
         #expect(calls.withLock { $0 } == 3, "tried again after a failure and after a missing row, then done")
