@@ -145,7 +145,7 @@ final class BlobWriter {
             }
             if expectedSize == nil { try recordContentSize() }
             return StagedBlob(
-                file: file, hash: hash, size: size, storedSize: try file.size(), earlySteps: early.finish())
+                file: file, hash: hash, size: size, storedSize: try file.size(), earlySteps: try early.finish())
         } catch {
             discard()
             throw error

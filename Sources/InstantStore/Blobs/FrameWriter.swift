@@ -82,7 +82,7 @@ final class FrameWriter {
                 throw StoreError.hashMismatch(expected: expectedHash.hex, actual: hash.hex)
             }
             finished = true
-            return StagedBlob(file: file, hash: hash, size: size, storedSize: written, earlySteps: early.finish())
+            return StagedBlob(file: file, hash: hash, size: size, storedSize: written, earlySteps: try early.finish())
         } catch {
             discard()
             throw error

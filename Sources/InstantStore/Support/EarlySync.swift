@@ -27,7 +27,7 @@ import Synchronization
 /// written += Int64(bytes.count)
 /// early.wrote(file, upTo: written)
 /// // … the last byte written: no step starts any more.
-/// let steps = early.finish()
+/// let steps = try early.finish()
 /// // … before the fsync (and outside the commit's write lock):
 /// try steps.wait()
 /// try file.sync()
@@ -90,7 +90,8 @@ final class EarlySync {
     /// does its work) and returns at once. The step still running, if one is, is waited
     /// for with ``Steps/wait()`` before the file's fsync: the end of a download need not
     /// wait for it while its layer file is still being written, say.
-    func finish() -> Steps {
+    func finish() throws(StoreError) -> Steps {
+        try Failpoint.check("file.earlySync.beforeFinish")
         shared.cancel()
         return Steps(shared: shared)
     }
