@@ -65,14 +65,34 @@ import Testing
 
     /// The PDF is synced in steps while it arrives; a step that fails (an I/O error) fails
     /// the download with nothing committed and no file left, and the next download
-    /// completes.
+    /// completes. The writer is held before it finishes until its step has begun (a step
+    /// not begun by then is skipped), so a loaded machine cannot let it finish first.
     @Test func aDownloadWhosePDFFailsToSyncStoresNothing() async throws {
         try await TestServer.with { server in
             // Incompressible and large: its frame passes several steps.
             try await server.upload("doc", incompressiblePDF(1_500_000))
             let fixture = try await WorkerFixture(server: server, upload: false)
             defer { fixture.removeRoot() }
-            let failed = try await fixture.expectFailure("download", failpoint: "file.earlySync=eio")
+            // Beside the store, which the worker creates.
+            let markers = FileManager.default.temporaryDirectory.appendingPathComponent("markers-\(UUID())")
+            try FileManager.default.createDirectory(at: markers, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: markers) }
+            let (hold, finishing) = (
+                markers.appendingPathComponent("hold").path, markers.appendingPathComponent("finishing").path
+            )
+            for path in [hold, finishing] { #expect(FileManager.default.createFile(atPath: path, contents: nil)) }
+            async let failing = fixture.expectFailure(
+                "download",
+                failpoint:
+                    "file.earlySync=wait:\(hold),file.earlySync.afterSync=eio,file.earlySync.beforeFinish=wait:\(finishing)"
+            )
+            let deadline = Date().addingTimeInterval(60)
+            while !FileManager.default.fileExists(atPath: hold + ".reached") && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(FileManager.default.fileExists(atPath: hold + ".reached"), "the step never began")
+            for path in [hold, finishing] { try FileManager.default.removeItem(atPath: path) }
+            let failed = try await failing
             #expect(failed.error.contains("file.earlySync"), "the step's error is the one reported: \(failed.error)")
             do {
                 let store = try InstantStore(root: fixture.root)

@@ -87,11 +87,12 @@ final class EarlySync {
     }
 
     /// Called once the last byte is written: skips a step not begun yet (the final fsync
-    /// does its work) and returns at once. The step still running, if one is, is waited
-    /// for with ``Steps/wait()`` before the file's fsync: the end of a download need not
-    /// wait for it while its layer file is still being written, say.
+    /// does its work), without waiting for the one still running, if one is; that one is
+    /// waited for with ``Steps/wait()`` before the file's fsync: the end of a download need
+    /// not wait for it while its layer file is still being written, say. Throws only what
+    /// its failpoint injects.
     func finish() throws(StoreError) -> Steps {
-        try Failpoint.check("file.earlySync.beforeFinish")
+        try Failpoint.check("file.earlySync.beforeFinish")  // on the writer's thread
         shared.cancel()
         return Steps(shared: shared)
     }
