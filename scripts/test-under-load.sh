@@ -18,7 +18,9 @@ cpu=$!
 trap 'kill -- -$disk 2>/dev/null || true; kill $cpu 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$scratch"' EXIT
 start=$SECONDS
 status=0
-swift test --skip-build --skip LargeDownloadTests > "$log" 2>&1 || status=$?
+# The tests' scratch directories go into the scratch directory too, removed at exit.
+mkdir "$scratch/tmp"
+TMPDIR="$scratch/tmp" swift test --skip-build --skip LargeDownloadTests > "$log" 2>&1 || status=$?
 echo "exit $status after $((SECONDS - start)) s; issues:"
 grep "recorded an issue" "$log" | cut -c1-240 || true
 exit $status
