@@ -3,9 +3,9 @@ import Testing
 
 @testable import InstantStore
 
-/// A PDF whose hash is announced before its bytes (a download's ETag): its claim file is
-/// made while the bytes arrive, its bytes can be sealed (checked, their fsync started)
-/// ahead of the commit, and no ending leaves anything behind.
+/// A PDF whose hash is announced before its bytes (a download's ETag): its bytes can be
+/// sealed (checked, their fsync started) ahead of the commit, its temp file is its own
+/// claim, and no ending leaves anything behind.
 struct AnnouncedIngestTests {
     /// Appends `bytes` in pieces (synchronous: typed-throws closures in async code crash
     /// the Swift 6.3 compiler).
@@ -18,34 +18,26 @@ struct AnnouncedIngestTests {
         }
     }
 
-    /// The claims in `tmp/` that name `hash`.
-    private func claims(_ scratch: Scratch, naming hash: BlobHash) -> [String] {
-        scratch.files(in: "tmp").filter { $0.hasPrefix(hash.hex + "-") && $0.hasSuffix(".claim") }
-    }
-
-    @Test func theClaimWaitsInTmpLockedWhileTheBytesArriveAndTheCommitTakesIt() async throws {
+    @Test func theTempFileWaitsInTmpLockedAndTheCommitLeavesOneNameInBlobs() async throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }
         let pdf = samplePDF(seed: 21, size: 300_000)
         let hash = BlobHash.of(pdf)
         let ingest = try scratch.store.beginPDFIngest(expectedHash: hash)
         try append(pdf.prefix(100_000), to: ingest)
-        // Made on another thread: it appears soon.
-        var claim: String?
-        for _ in 0..<500 where claim == nil {
-            claim = claims(scratch, naming: hash).first
-            if claim == nil { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        let made = try #require(claim, "a claim for the announced hash is made while the bytes arrive")
-        #expect(try !scratch.store.isDeadTempFile(made), "its writer holds it")
+        let inTmp = scratch.files(in: "tmp")
+        #expect(inTmp.count == 1, "one file while the bytes arrive, no claim of its own: \(inTmp)")
+        let temp = try #require(inTmp.first)
+        #expect(try !scratch.store.isDeadTempFile(temp), "its writer holds it")
         _ = try scratch.store.prune()
-        #expect(claims(scratch, naming: hash) == [made], "a prune meanwhile leaves a live claim")
+        #expect(scratch.files(in: "tmp") == [temp], "a prune meanwhile leaves it")
 
         try append(pdf.dropFirst(100_000), to: ingest)
         try await ingest.seal()
         let stored = try await ingest.commit(tenant: Scratch.tenant, document: "d")
         #expect(stored.sha256 == hash)
-        #expect(scratch.files(in: "tmp").isEmpty, "the commit took the claim and removed it")
+        #expect(scratch.files(in: "tmp").isEmpty, "the claim is unlinked once committed")
+        #expect(try linkCount(scratch.store.layout.blobPath(hash)) == 1)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
@@ -89,8 +81,8 @@ struct AnnouncedIngestTests {
     }
 
     /// The announced PDF is one the store holds already (another document's): the commit
-    /// renames nothing, and the claim made for it is removed, the stored copy untouched.
-    @Test func aClaimForAPDFTheStoreHoldsTakesNothingFromIt() async throws {
+    /// places nothing, and its temp file is removed, the stored copy untouched.
+    @Test func anIngestOfAPDFTheStoreHoldsTakesNothingFromIt() async throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }
         let pdf = samplePDF(seed: 24, size: 120_000)
@@ -100,6 +92,7 @@ struct AnnouncedIngestTests {
         let second = try await ingest.commit(tenant: Scratch.tenant, document: "b")
         #expect(second.deduplicated)
         #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(try linkCount(scratch.store.layout.blobPath(first.sha256)) == 1)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "a")?.sha256 == first.sha256)
     }

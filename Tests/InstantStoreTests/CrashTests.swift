@@ -58,27 +58,48 @@ import Testing
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 
-    /// A download of a PDF the store holds already (another document's) killed once its
-    /// claim was made: the dead claim names a blob the catalog holds, which the sweep must
-    /// leave whole.
-    @Test(arguments: ["blob.claimMade", "blob.beforeCommit"])
-    func aDeadClaimForAStoredPDFTakesNothingFromIt(failpoint: String) async throws {
+    /// A commit killed once the staged file was renamed to its claim, or once the claim
+    /// was linked into `blobs/`, leaves a dead claim: the prune sweeps it, and the file in
+    /// `blobs/` goes only when no row claims it (a new PDF's orphan), never the copy a
+    /// document holds (replaced or not by then).
+    @Test(arguments: [("blob.afterRename", false), ("blob.afterRename", true), ("blob.claimMade", true)])
+    func aDeadClaimLeadsThePruneToOrphansOnly(failpoint: String, storedDamaged: Bool) async throws {
         let scratch = try Scratch()
         let pdf = samplePDF(seed: 54)
-        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
-        // A layer, so that the prune keeps the document (no unreferenced entry).
-        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        let hash = BlobHash.of(pdf)
+        let blob = scratch.store.layout.blobPath(hash)
+        if storedDamaged {
+            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
+            // A layer, so that the prune keeps the document (no unreferenced entry).
+            try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+            // Damage nobody has read yet: the ingest below replaces the copy.
+            try flipByte(blob)
+        }
+        let damaged = storedDamaged ? try Data(contentsOf: URL(fileURLWithPath: blob)) : nil
         let result = try await runWorker(
             ["ingest-announced", scratch.root.path, Scratch.tenant.string, "again", try scratch.file(pdf).path],
             failpoint: failpoint)
         #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
-        #expect(scratch.files(in: "tmp").contains { $0.hasPrefix(stored.sha256.hex) }, "the dead claim is left")
+        let claims = scratch.files(in: "tmp").filter { $0.hasPrefix(hash.hex) && $0.hasSuffix(".claim") }
+        #expect(claims.count == 1, "the dead claim is left: \(scratch.files(in: "tmp"))")
+        #expect(FileSystem.exists(blob) == (storedDamaged || failpoint == "blob.afterRename"))
 
         let store = try InstantStore(root: scratch.root)
         _ = try store.prune()
-        #expect(!scratch.files(in: "tmp").contains { $0.hasPrefix(stored.sha256.hex) }, "swept")
-        #expect(try store.pdf(tenant: Scratch.tenant, document: "kept")?.sha256 == stored.sha256)
-        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        #expect(scratch.files(in: "tmp").isEmpty, "swept")
+        if storedDamaged {
+            #expect(try store.pdf(tenant: Scratch.tenant, document: "kept")?.sha256 == hash)
+            let now = try Data(contentsOf: URL(fileURLWithPath: blob))
+            if failpoint == "blob.afterRename" {
+                #expect(now != damaged, "the new copy replaced the damaged one")
+                #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+            } else {
+                #expect(now == damaged, "the damaged copy is still there, for a reader to flag")
+            }
+        } else {
+            #expect(!FileSystem.exists(blob), "the orphan is removed")
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
     }
 
     /// The fsync a seal starts ahead of the commit fails (an I/O error): the commit

@@ -303,6 +303,8 @@ import Testing
         try flipByte(scratch.store.layout.blobPath(pdf.sha256))
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "e", from: scratch.file(bytes))
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+        #expect(scratch.files(in: "tmp").isEmpty, "no claim or temp name is left")
+        #expect(try linkCount(scratch.store.layout.blobPath(pdf.sha256)) == 1)
         let intact = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "f", from: scratch.file(bytes))
         #expect(intact.deduplicated)
     }
@@ -434,4 +436,11 @@ func flipByte(_ path: String) throws {
     try handle.seek(toOffset: size / 2)
     try handle.write(contentsOf: Data([byte[0] ^ 0x40]))
     try handle.close()
+}
+
+/// The number of names (hard links) of the file at `path`.
+func linkCount(_ path: String) throws -> Int {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { throw POSIXError(.ENOENT) }
+    return Int(info.st_nlink)
 }

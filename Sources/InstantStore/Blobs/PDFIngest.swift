@@ -28,8 +28,6 @@ public final class PDFIngest: @unchecked Sendable {
     private var mode: Mode
     /// The checked bytes, their fsync started, once ``seal()`` returned.
     private var sealed: StagedBlob?
-    /// The commit's claim file, made while the bytes arrive when their hash is announced.
-    private let claim: BlobClaim?
     /// Committed or discarded: nothing is left to remove when the ingest goes away.
     private var ended = false
 
@@ -40,8 +38,6 @@ public final class PDFIngest: @unchecked Sendable {
             zstdFrame
             ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize))
             : .plain(try BlobWriter(layout: store.layout, expectedSize: expectedSize))
-        // After the writer, which may fail: then there is no claim to remove.
-        claim = expectedHash.map { BlobClaim.inAdvance(store.layout, hash: $0) }
     }
 
     /// An ingest given up without ``discard()`` (its task cancelled, say) removes its files
@@ -157,14 +153,8 @@ public final class PDFIngest: @unchecked Sendable {
     public func seal() async throws {
         guard sealed == nil else { return }
         let (expectedHash, handoff) = (self.expectedHash, Handoff(mode))
-        let claim = self.claim
         let staged = try await Offload.run { () throws -> Handoff<StagedBlob> in
-            do {
-                return Handoff(try Self.finish(handoff.value, expectedHash: expectedHash).syncingAhead())
-            } catch {
-                claim?.discard()
-                throw error
-            }
+            Handoff(try Self.finish(handoff.value, expectedHash: expectedHash).syncingAhead())
         }
         sealed = staged.value
     }
@@ -172,22 +162,15 @@ public final class PDFIngest: @unchecked Sendable {
     private func finish(
         tenant: TenantURL, document: String, layer: StagedLayer?, withdrawn: (@Sendable () -> Bool)?
     ) async throws -> StoredPDF {
-        let (store, expectedHash, claim) = (self.store, self.expectedHash, self.claim)
+        let (store, expectedHash) = (self.store, self.expectedHash)
         let handoff = Handoff((mode, sealed))
         // The last batch, the fsyncs and the catalog transaction block: they run off
         // Swift's cooperative pool.
         let stored = try await Offload.run {
             let (mode, sealed) = handoff.value
-            let staged: StagedBlob
-            do {
-                staged = try sealed ?? Self.finish(mode, expectedHash: expectedHash)
-            } catch {
-                claim?.discard()
-                throw error
-            }
-            // The commit removes the claim unless it takes it.
+            let staged = try sealed ?? Self.finish(mode, expectedHash: expectedHash)
             return try store.commit(
-                staged, tenant: tenant, document: document, layer: layer, claim: claim, unlessWithdrawn: withdrawn)
+                staged, tenant: tenant, document: document, layer: layer, unlessWithdrawn: withdrawn)
         }
         ended = true
         return stored
@@ -211,7 +194,6 @@ public final class PDFIngest: @unchecked Sendable {
     /// Removes what was written so far.
     public func discard() {
         ended = true
-        claim?.discard()
         if let sealed {
             sealed.discard()
             return

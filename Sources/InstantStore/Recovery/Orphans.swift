@@ -125,7 +125,8 @@ extension InstantStore {
 
     /// Temp files of dead writers, and what each may have left outside `tmp/`: a layer
     /// renamed into `layers/` before its row was committed (`<key>.layer.lock`), a PDF
-    /// renamed into `blobs/` likewise (`<sha256>-<random>.claim`). Cheap: it reads `tmp/` only.
+    /// linked into `blobs/` likewise from its claim (`<sha256>-<random>.claim`, another name
+    /// of the same file: ``BlobClaim``). Cheap: it reads `tmp/` only.
     /// Anything in `tmp/` that is not a regular file is a stray (`tmp/<name>`).
     func abandonedFiles() throws(StoreError) -> (
         temp: [String], layerKeys: [String], blobs: [String], strays: [String]
@@ -145,9 +146,7 @@ extension InstantStore {
                 RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
             {
                 layerKeys.append(key)
-            } else if name.hasSuffix(".claim"), let hash = BlobHash(hex: String(name.prefix(64))),
-                FileSystem.exists(layout.blobPath(hash))
-            {
+            } else if let hash = BlobClaim.hash(named: name), FileSystem.exists(layout.blobPath(hash)) {
                 blobs.append(StoreLayout.blobRelativePath(hash))
             }
         }

@@ -75,25 +75,23 @@ extension InstantStore {
     /// renamed: when it answers true (the app removed what the download was for, after its
     /// last chance to cancel), nothing is committed and the call throws `layerRemoved`.
     ///
-    /// `claim`: the claim file made while the blob arrived (``BlobClaim/inAdvance(_:hash:)``),
-    /// used if the blob is renamed into `blobs/`, else removed.
+    /// A blob new to `blobs/` is linked there from its claim (``BlobClaim``): its temp file
+    /// renamed in `tmp/`, which keeps that name until the transaction has committed.
     func commit(
         _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
-        claim claimInAdvance: BlobClaim? = nil, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+        unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> StoredPDF {
-        defer { staged.discard() }
         let hash = staged.hash
-        // The claim made in advance, waited for here, outside the write lock.
-        var claim = claimInAdvance?.take(for: hash)
-        var renamed = false
+        // The staged file's name in tmp/: its temp name, or its claim once renamed.
+        var name = staged.temporaryPath
+        var linked = false
         var committed = false
         defer {
-            if let claim {
-                // Kept (let go) when the blob was renamed into blobs/ and the transaction
-                // failed: the sweep of dead temp files finds the orphan by it.
-                if committed || !renamed { try? FileSystem.remove(claim.path) }
-                claim.close()
-            }
+            // Kept when the blob was linked into blobs/ and the transaction failed: the
+            // claim, let go with the writer's lock, leads the sweep of dead temp files to
+            // the orphan.
+            if committed || !linked { try? FileSystem.remove(name) }
+            staged.file.close()
         }
         // The writer's early sync step still under way, waited for outside the write lock.
         try staged.settle()
@@ -144,14 +142,17 @@ extension InstantStore {
                 if try FileSystem.makeDirectoryUnsynced(directory) { directories.append(self.layout.blobsDirectory) }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
-                claim = try claim ?? BlobClaim.make(self.layout, hash: hash)
+                let claim = BlobClaim.path(self.layout, hash: hash)
+                try FileSystem.rename(name, claim)
+                name = claim
+                try Failpoint.check("blob.claimMade")
                 if flagged, FileSystem.exists(path) {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
                 }
                 try Failpoint.check("blob.beforeRename")
-                try FileSystem.rename(staged.temporaryPath, path)
-                renamed = true
+                try self.place(claim, at: path)
+                linked = true
                 try Failpoint.check("blob.afterRename")
                 directories.append(directory)
             }
@@ -191,6 +192,21 @@ extension InstantStore {
         // The layer committed with the PDF names it already; the document's others may not.
         try? recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)
+    }
+
+    /// Gives the blob named `claim` its name in `blobs/` at `path`, the claim staying:
+    /// linked, or, over a copy found there (damaged, or an orphan), linked under a temp
+    /// name that is then renamed over it, so that `path` never goes missing.
+    private func place(_ claim: String, at path: String) throws(StoreError) {
+        if try FileSystem.link(claim, path) { return }
+        let swap = layout.temporaryPath(suffix: ".blob")
+        guard try FileSystem.link(claim, swap) else { throw .fromErrno("link", claim + " -> " + swap, EEXIST) }
+        do {
+            try FileSystem.rename(swap, path)
+        } catch {
+            try? FileSystem.remove(swap)
+            throw error
+        }
     }
 
     /// Whether the stored file at `path` holds the staged PDF intact: byte for byte the

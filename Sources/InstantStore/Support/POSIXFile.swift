@@ -156,6 +156,13 @@ enum FileSystem {
         guard Glibc.rename(from, to) == 0 else { throw .fromErrno("rename", from + " -> " + to) }
     }
 
+    /// Makes `to` another name of the file at `from`; false when `to` exists already.
+    static func link(_ from: String, _ to: String) throws(StoreError) -> Bool {
+        if Glibc.link(from, to) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw .fromErrno("link", from + " -> " + to)
+    }
+
     /// Unlinks `path`; a file that is already gone is not an error.
     static func remove(_ path: String) throws(StoreError) {
         if unlink(path) != 0 && errno != ENOENT { throw .fromErrno("unlink", path) }

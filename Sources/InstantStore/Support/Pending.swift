@@ -2,9 +2,8 @@ import Dispatch
 import Synchronization
 
 /// Blocking work started now on a thread of its own, whose result is waited for later
-/// (by any number of calls): a blob's fsync started before its commit, a claim file made
-/// while the blob still arrives. The work runs on a serial queue of its own, on dispatch's
-/// overcommit threads, like ``Offload``.
+/// (by any number of calls): a blob's fsync started before its commit. The work runs on a
+/// serial queue of its own, on dispatch's overcommit threads, like ``Offload``.
 ///
 /// ```swift
 /// let synced = Pending(label: "instant-store.sync-ahead") { fsync(descriptor) == 0 }
