@@ -49,9 +49,18 @@ struct PDFDownload {
         return Response(status: .ok, headers: headers, body: Self.body(chunks, length: Int(stored.size)))
     }
 
+    /// Each chunk is read from the store straight into the buffer that goes out.
     static func body(_ chunks: PDFChunks, length: Int) -> ResponseBody {
         ResponseBody(contentLength: length) { writer in
-            for try await chunk in chunks { try await writer.write(ByteBuffer(bytes: chunk)) }
+            var iterator = chunks.makeAsyncIterator()
+            while true {
+                var buffer = ByteBufferAllocator().buffer(capacity: PDFChunks.chunkSize)
+                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: PDFChunks.chunkSize) {
+                    (raw) throws(StoreError) in try iterator.next(into: raw) ?? 0
+                }
+                if count == 0 { break }
+                try await writer.write(buffer)
+            }
             try await writer.finish(nil)
         }
     }

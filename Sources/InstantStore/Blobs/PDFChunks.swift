@@ -14,8 +14,14 @@ import Foundation
 /// ```swift
 /// for try await chunk in store.pdfChunks(hash, range: 0..<1024) { send(chunk) }
 /// ```
+///
+/// A caller that has buffers of its own (a server's network buffers) can have each chunk
+/// read straight into one, with no `Data` in between (``Iterator/next(into:)``).
 public struct PDFChunks: AsyncSequence, Sendable {
     public typealias Element = Data
+
+    /// The most bytes one chunk holds: a buffer of this size takes any chunk.
+    public static let chunkSize = 256 << 10
 
     let reader: BlobReader
     let size: Int64
@@ -45,12 +51,31 @@ public struct PDFChunks: AsyncSequence, Sendable {
         }
 
         public mutating func next() async throws -> Data? {
+            var chunk = Data(count: PDFChunks.chunkSize)
+            let count = try chunk.withUnsafeMutableBytes { (buffer) throws(StoreError) in try next(into: buffer) }
+            guard let count else { return nil }
+            chunk.count = count
+            return chunk
+        }
+
+        /// Reads the next chunk into `buffer`, which must hold at least
+        /// ``PDFChunks/chunkSize`` bytes, and returns its length (never 0), or nil at the
+        /// end. Blocking: it reads the file (usually from the page cache) on the caller's
+        /// thread, as ``next()`` does.
+        ///
+        /// ```swift
+        /// var chunks = store.pdfChunks(hash).makeAsyncIterator()
+        /// var buffer = [UInt8](repeating: 0, count: PDFChunks.chunkSize)
+        /// while let count = try buffer.withUnsafeMutableBytes({ try chunks.next(into: $0) }) { send(buffer[..<count]) }
+        /// ```
+        public mutating func next(into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int? {
             if let failure {
                 self.failure = nil
                 throw failure
             }
+            precondition(buffer.count >= PDFChunks.chunkSize, "a PDFChunks buffer must hold chunkSize bytes")
             do {
-                return try reader?.next()
+                return try reader?.next(into: buffer)
             } catch {
                 if case .corruptBlob = error { foundCorrupt() }
                 throw error
@@ -61,7 +86,7 @@ public struct PDFChunks: AsyncSequence, Sendable {
 
 /// The state behind ``PDFChunks``: one open file, one zstd stream, counters.
 private final class ChunkReader {
-    static let chunkSize = 256 << 10
+    static let chunkSize = PDFChunks.chunkSize
     private let source: PDFChunks
     private let file: POSIXFile
     /// nil when the stored frame is handed over as it is.
@@ -69,7 +94,6 @@ private final class ChunkReader {
     private var input: UnsafeMutableRawBufferPointer
     private var inputStart = 0
     private var inputEnd = 0
-    private var output: UnsafeMutableRawBufferPointer
     private var hasher = SHA256()
     /// Decompressed bytes produced so far.
     private var produced: Int64 = 0
@@ -80,23 +104,24 @@ private final class ChunkReader {
         file = try source.reader.openFile()
         decoder = source.storedFrame ? nil : try ZstdDecoder(name: source.reader.hash.hex)
         input = .allocate(byteCount: Self.chunkSize, alignment: 16)
-        output = .allocate(byteCount: Self.chunkSize, alignment: 16)
     }
 
     deinit {
         input.deallocate()
-        output.deallocate()
     }
 
-    func next() throws(StoreError) -> Data? {
+    /// The next chunk, read or decompressed into `buffer` (at least ``chunkSize`` bytes):
+    /// its length, or nil at the end.
+    func next(into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int? {
         if finished { return nil }
+        let output = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Self.chunkSize])
         guard let decoder else {
             let count = try file.read(into: output)
             if count == 0 {
                 finished = true
                 return nil
             }
-            return Data(UnsafeRawBufferPointer(rebasing: output[0..<count]))
+            return count
         }
         do throws(StoreError) {
             while true {
@@ -129,7 +154,12 @@ private final class ChunkReader {
                 let lower = max(source.range.lowerBound, start)
                 let upper = min(source.range.upperBound, produced)
                 if lower < upper {
-                    return Data(bytes[Int(lower - start)..<Int(upper - start)])
+                    // Decompressed in place: a range's first chunk moves to the front.
+                    let skipped = Int(lower - start)
+                    if skipped > 0, let base = output.baseAddress {
+                        memmove(base, base + skipped, Int(upper - lower))
+                    }
+                    return Int(upper - lower)
                 }
                 if start >= source.range.upperBound {
                     // Past the end of a partial range: stop without reading the rest.
