@@ -64,14 +64,13 @@ public final class LayerDatabase: Sendable {
     /// Creates a complete layer file at `path` (in `tmp/`), fsynced and closed, ready to be
     /// renamed into `layers/`.
     /// `numberChangesAfter`, when given, makes new changes' sequence numbers start past it
-    /// (beyond those of `pending`). With `fileMade`, `path` is an empty file the caller
-    /// made (a stage that is its own lock); otherwise it must not exist.
+    /// (beyond those of `pending`).
     static func create(
         at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord],
-        pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil, fileMade: Bool = false
+        pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
-        try LayerTemplate.writeEmptyLayer(at: path, key: key, fileMade: fileMade)
+        try LayerTemplate.writeEmptyLayer(at: path, key: key)
         do {
             // No sync per commit while the file is built in tmp/: nobody sees it until the
             // one fsync below has made all of it durable.

@@ -1,61 +1,23 @@
 import Foundation
 import GRDB
-
-/// A layer file being written in `tmp/` under a writer lock, so a sweeper can tell a live
-/// writer's file from a dead one's. Two kinds, by where the lock is:
-///
-/// - `<key>.layer`, locked through `<key>.layer.lock` beside it (``init(_:)``): for files
-///   that something other than the store creates (a copy, SQLite);
-/// - `<key>.stage`, its own lock (``init(ownLock:)``): the file is created empty and locked
-///   by the store, then built by SQLite. One new inode instead of two: on a file system
-///   without a journal, where many files were recently removed, each can take a fraction
-///   of a millisecond to find. Its commit links it into `layers/` (``place(at:)``), so its
-///   name in `tmp/` stays until the row is committed, to lead a prune to the orphan a dead
-///   writer left.
-///
-/// Either lock is held from before the name appears. Call ``cleanUp()`` when done, whether
-/// the file was committed or not.
+/// A layer file being written in `tmp/` under a writer lock (`<key>.layer.lock`), so a
+/// sweeper can tell a live writer's file from a dead one's. The lock file holds its flock
+/// from before its name appears. Call ``cleanUp()`` when done, whether the file was
+/// committed (renamed away) or not.
 struct LayerStaging: Sendable {
-    let key: String
+    let key = RandomKey.make()
     let path: String
     private let lock: POSIXFile
-    /// Whether the file is its own lock (`<key>.stage`).
-    let ownLock: Bool
 
-    /// A stage locked through `<key>.layer.lock`; the file itself is not made.
     init(_ layout: StoreLayout) throws(StoreError) {
-        key = RandomKey.make()
         path = layout.tmpDirectory + "/\(key).layer"
         lock = try POSIXFile.createLocked(path + ".lock")
-        ownLock = false
-    }
-
-    /// A stage that is its own lock: `tmp/<key>.stage`, made empty (and locked) here.
-    init(ownLock layout: StoreLayout) throws(StoreError) {
-        key = RandomKey.make()
-        path = layout.tmpDirectory + "/\(key).stage"
-        lock = try POSIXFile.createLocked(path)
-        ownLock = true
-    }
-
-    /// Puts the file at `target` in `layers/` (the caller syncs the directory): renamed,
-    /// or, for a file that is its own lock, linked, its name in `tmp/` kept until
-    /// ``cleanUp()``, and its lock let go at once. (No SQLite connection may be open on the
-    /// file when that descriptor closes, or the process's POSIX locks on it would go with
-    /// it: let go now, before the layer's row exists, no connection can be.)
-    func place(at target: String) throws(StoreError) {
-        guard ownLock else {
-            try FileSystem.rename(path, target)
-            return
-        }
-        guard try FileSystem.link(path, target) else { throw .fromErrno("link", path + " -> " + target, EEXIST) }
-        lock.close()
     }
 
     /// Removes whatever is left of the staged file and its lock.
     func cleanUp() {
         for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
-        if !ownLock { try? FileSystem.remove(lock.path) }
+        try? FileSystem.remove(lock.path)
         lock.close()
     }
 
@@ -72,9 +34,9 @@ struct LayerStaging: Sendable {
         }
     }
 
-    /// The file was put into `layers/` but its row was not committed: the lock (for a file
-    /// that is its own lock, its name in `tmp/`) is let go and kept, so the sweep of dead
-    /// temp files finds the orphan from it (without listing `layers/`).
+    /// The file was renamed into `layers/` but its row was not committed: the lock is let
+    /// go and its file kept, so the sweep of dead temp files finds the orphan from it
+    /// (without listing `layers/`).
     func abandonPlaced() {
         for suffix in ["-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
         lock.close()

@@ -17,12 +17,9 @@ enum LayerTemplate {
 
     /// Creates `path` (which must not exist; mode 0600, so SQLite's `-wal` and `-shm`, which
     /// take the database's mode, keep a user's annotations private) as an empty layer
-    /// file, not synced. With `fileMade`, `path` is an empty file the caller made (0600).
-    static func writeEmptyLayer(at path: String, key: String, fileMade: Bool = false) throws(StoreError) {
-        let file = try POSIXFile.open(path, flags: fileMade ? O_RDWR : O_RDWR | O_CREAT | O_EXCL)
-        if fileMade, try file.size() != 0 {
-            throw StoreError.corruptLayer(key: key, reason: "a new layer file was not empty")
-        }
+    /// file, not synced.
+    static func writeEmptyLayer(at path: String, key: String) throws(StoreError) {
+        let file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL)
         defer { file.close() }
         if let image = image.withLock({ $0 }) {
             try file.write(contentsOf: image)

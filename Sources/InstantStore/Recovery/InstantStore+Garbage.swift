@@ -137,7 +137,7 @@ extension InstantStore {
                 swept.append("\(relative): taken back as \(reference) (it holds unsynced changes)")
             case .quarantined(let name): swept.append("\(relative): moved to quarantine/\(name) (it may hold data)")
             case .claimed: break
-            case .left: kept.formUnion([key + ".layer.lock", key + ".stage"])
+            case .left: kept.insert(key + ".layer.lock")
             }
         }
         for blob in abandoned.blobs {

@@ -104,30 +104,27 @@ extension InstantStore {
     }
 
     /// A temp file is dead when the flock its writer held is free: on the file itself for
-    /// blobs, claims and layers staged as their own lock (`<key>.stage`, and on it for its
-    /// SQLite side files), on `<key>.<kind>.lock` for another layer or a catalog being
-    /// built. Locks are held from before a name appears (``POSIXFile/createLocked(_:)``),
-    /// so a free lock always means the writer is gone.
+    /// blobs and claims, on `<key>.<kind>.lock` for a layer or catalog being built. Locks
+    /// are held from before a name appears (``POSIXFile/createLocked(_:)``), so a free
+    /// lock always means the writer is gone.
     func isDeadTempFile(_ name: String) throws(StoreError) -> Bool {
-        let lockPath = layout.tmpDirectory + "/" + Self.lockName(of: name)
+        var lockName = name
+        if !name.hasSuffix(".lock") {
+            for kind in [".layer", ".catalog"] {
+                if let range = name.range(of: kind) {
+                    lockName = String(name[..<range.upperBound]) + ".lock"
+                    break
+                }
+            }
+        }
+        let lockPath = layout.tmpDirectory + "/" + lockName
         guard FileSystem.exists(lockPath) else { return true }
         guard let file = try? POSIXFile.open(lockPath, flags: O_RDONLY) else { return false }
         return try file.lockExclusively(wait: false)
     }
 
-    /// The name in `tmp/` of the file whose flock tells whether the writer of `name` lives.
-    static func lockName(of name: String) -> String {
-        if name.hasSuffix(".lock") { return name }
-        if let range = name.range(of: ".stage") { return String(name[..<range.upperBound]) }
-        for kind in [".layer", ".catalog"] {
-            if let range = name.range(of: kind) { return String(name[..<range.upperBound]) + ".lock" }
-        }
-        return name
-    }
-
     /// Temp files of dead writers, and what each may have left outside `tmp/`: a layer
-    /// put into `layers/` before its row was committed (`<key>.layer.lock`, or the staged
-    /// file's own name, `<key>.stage`, another name of the same file), a PDF
+    /// renamed into `layers/` before its row was committed (`<key>.layer.lock`), a PDF
     /// linked into `blobs/` likewise from its claim (`<sha256>-<random>.claim`, another name
     /// of the same file: ``BlobClaim``). Cheap: it reads `tmp/` only.
     /// Anything in `tmp/` that is not a regular file is a stray (`tmp/<name>`).
@@ -145,21 +142,14 @@ extension InstantStore {
             }
             guard try isDeadTempFile(name) else { continue }
             temp.append(name)
-            if let key = Self.stagedLayerKey(name), FileSystem.exists(layout.layerPath(key: key)) {
+            if name.hasSuffix(".layer.lock"), case let key = String(name.dropLast(".layer.lock".count)),
+                RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
+            {
                 layerKeys.append(key)
             } else if let hash = BlobClaim.hash(named: name), FileSystem.exists(layout.blobPath(hash)) {
                 blobs.append(StoreLayout.blobRelativePath(hash))
             }
         }
         return (temp, layerKeys, blobs, strays)
-    }
-
-    /// The layer key a writer's lock in `tmp/` names (`<key>.layer.lock`, `<key>.stage`).
-    static func stagedLayerKey(_ name: String) -> String? {
-        for suffix in [".layer.lock", ".stage"] where name.hasSuffix(suffix) {
-            let key = String(name.dropLast(suffix.count))
-            return RandomKey.isValid(key) ? key : nil
-        }
-        return nil
     }
 }

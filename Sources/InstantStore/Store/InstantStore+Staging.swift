@@ -22,7 +22,7 @@ extension InstantStore {
         try Identifier.validate(document, what: "document identifier")
         try Identifier.validate(layer, what: "layer name")
         if let userID { try Identifier.validate(userID, what: "user id") }
-        let staging = try LayerStaging(ownLock: layout)
+        let staging = try LayerStaging(layout)
         let staged = StagedLayer(
             staging: staging, tenant: tenant, document: document, layer: layer, userID: userID,
             annotationCount: snapshot.count, pdf: pdf)
@@ -30,8 +30,7 @@ extension InstantStore {
             tenant: tenant, documentIdentifier: document, layerName: layer, pdfSHA256: pdf, userID: userID,
             lastServerRevision: revision, epoch: epoch)
         // On failure, `staged` goes out of scope and removes what was written.
-        try LayerDatabase.create(
-            at: staging.path, key: staging.key, metadata: metadata, records: snapshot, fileMade: true)
+        try LayerDatabase.create(at: staging.path, key: staging.key, metadata: metadata, records: snapshot)
         return staged
     }
 
@@ -102,15 +101,14 @@ extension InstantStore {
         }
     }
 
-    /// Puts the staged file into `layers/` (the caller syncs the directory; see
-    /// ``LayerStaging/place(at:)``), stamped first with `pdf` when it names another:
-    /// another process may have replaced the document's PDF while the file was written
-    /// (rare). Returns the file's new path.
+    /// Renames the staged file into `layers/` (the caller syncs the directory), stamped
+    /// first with `pdf` when it names another: another process may have replaced the
+    /// document's PDF while the file was written (rare). Returns the file's new path.
     func placeLayer(_ staged: StagedLayer, pdf: BlobHash?) throws(StoreError) -> String {
         if pdf != staged.pdf { try LayerDatabase.restamp(at: staged.staging.path, key: staged.key, pdf: pdf) }
         try staged.markCommitted()
         let path = layout.layerPath(key: staged.key)
-        try staged.staging.place(at: path)
+        try FileSystem.rename(staged.staging.path, path)
         staged.markPlaced()
         try Failpoint.check("layer.afterRename")
         return path
@@ -186,9 +184,9 @@ public final class StagedLayer: Sendable {
     /// hold it). Once committed, it does nothing more than the commit did.
     public func discard() { cleanUp() }
 
-    /// Removes what is left in `tmp/` (all of it, unless committed), once. A file put into
-    /// `layers/` whose row was not committed (the transaction failed) leaves its name in
-    /// `tmp/` behind, let go, for the sweep to find the orphan by.
+    /// Removes what is left in `tmp/` (all of it, unless committed), once. A file renamed
+    /// into `layers/` whose row was not committed (the transaction failed) leaves its lock
+    /// file behind, let go, for the sweep to find the orphan by.
     func cleanUp() {
         let (first, abandoned) = state.withLock { state in
             defer { state.cleanedUp = true }
