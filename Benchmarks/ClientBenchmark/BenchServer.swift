@@ -6,6 +6,10 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A reference server on an ephemeral loopback port with a temporary data directory, and
 /// the raw HTTP the baselines use.
 struct BenchServer: Sendable {
@@ -94,4 +98,13 @@ func median(_ values: [Double]) -> Double { percentile(values, 50) }
 
 func temporaryDirectory(_ name: String) -> URL {
     FileManager.default.temporaryDirectory.appendingPathComponent("instant-client-bench-\(name)-\(UUID())")
+}
+
+/// Writes back every dirty page of every file system (sync(2)), before a timed phase.
+func flushDirtyPages() {
+    #if canImport(Glibc)
+        Glibc.sync()
+    #elseif canImport(Darwin)
+        Darwin.sync()
+    #endif
 }

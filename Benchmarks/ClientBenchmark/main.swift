@@ -103,6 +103,10 @@ var kept: (InstantClient, URL)?
 for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     let root = temporaryDirectory("download")
     let client = try InstantClient(serverURL: serverURL, storeRoot: root)
+    // Every timed phase starts after sync(2), as in store-benchmark: dirty pages left by
+    // the phase before (curl's unsynced files, a removed store's metadata) are written
+    // back first, not inside the fsyncs of this one.
+    flushDirtyPages()
     let start = now()
     for token in tokens {
         let descriptor = try client.documentDescriptor(forJWT: token)
@@ -112,6 +116,7 @@ for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     // The same, four documents at a time (as an app opening several would), into a fresh store.
     let parallelRoot = temporaryDirectory("download-parallel")
     let parallelClient = try InstantClient(serverURL: serverURL, storeRoot: parallelRoot)
+    flushDirtyPages()
     let parallelStart = now()
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (index, token) in tokens.enumerated() {
@@ -145,6 +150,7 @@ for round in 0..<(only == nil || only == "download" ? rounds : 0) {
             "\(server.base)/i/v1/documents/corpus-\(index)/pdf",
         ]
     }
+    flushDirtyPages()
     let fetched = try ProcessTiming.run(curl, curlArguments)
     let hashed = try ProcessTiming.run(sha256sum, files)
     baselineTimes.append(fetched + hashed)
@@ -155,6 +161,7 @@ for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     durableBaselineTimes.append(fetched + hashed + synced)
     for file in files { try? FileManager.default.removeItem(atPath: file) }
     // curl's own parallel transfers (four at a time), then one sha256sum.
+    flushDirtyPages()
     let fetchedInParallel = try ProcessTiming.run(curl, ["--parallel", "--parallel-max", "4"] + curlArguments)
     let hashedAgain = try ProcessTiming.run(sha256sum, files)
     parallelBaselineTimes.append(fetchedInParallel + hashedAgain)
