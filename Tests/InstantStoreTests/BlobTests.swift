@@ -116,6 +116,43 @@ import GRDB
         }
     }
 
+    /// The same reads into a caller's buffer (as the server reads into its network
+    /// buffers): the same bytes for the whole PDF, ranges that start inside a chunk, an
+    /// empty range, and the stored frame; a damaged frame still fails at the end.
+    @Test func pdfChunksReadIntoACallersBuffer() throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 10, size: 900_000)
+        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        // Dirty bytes in the buffer: each chunk must overwrite what it returns.
+        var buffer = [UInt8](repeating: 0xEE, count: PDFChunks.chunkSize + 7)
+        func collect(_ chunks: PDFChunks) throws -> Data {
+            var iterator = chunks.makeAsyncIterator()
+            var all = Data()
+            while let count = try buffer.withUnsafeMutableBytes({ try iterator.next(into: $0) }) {
+                #expect(count > 0 && count <= PDFChunks.chunkSize)
+                all.append(contentsOf: buffer[0..<count])
+            }
+            return all
+        }
+        #expect(try collect(scratch.store.pdfChunks(stored.sha256)) == bytes)
+        for range in [300_000..<300_010, 262_100..<600_000, 650_000..<900_000, 0..<1, 899_999..<900_000] {
+            #expect(
+                try collect(
+                    scratch.store.pdfChunks(stored.sha256, range: Int64(range.lowerBound)..<Int64(range.upperBound)))
+                    == bytes[range], "\(range)")
+        }
+        #expect(try collect(scratch.store.pdfChunks(stored.sha256, range: 5..<5)).isEmpty)
+        let path = scratch.store.layout.blobPath(stored.sha256)
+        #expect(
+            try collect(scratch.store.pdfChunks(stored.sha256, storedFrame: true))
+                == Data(contentsOf: URL(fileURLWithPath: path)))
+
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        damaged[damaged.count / 2] ^= 0x40
+        try damaged.write(to: URL(fileURLWithPath: path))
+        #expect(throws: StoreError.self) { _ = try collect(scratch.store.pdfChunks(stored.sha256)) }
+    }
+
     @Test func wrongExpectedHashOrSizeLeavesNothingBehind() async throws {
         let scratch = try Scratch()
         let bytes = samplePDF(seed: 3)

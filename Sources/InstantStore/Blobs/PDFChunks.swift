@@ -51,11 +51,7 @@ public struct PDFChunks: AsyncSequence, Sendable {
         }
 
         public mutating func next() async throws -> Data? {
-            var chunk = Data(count: PDFChunks.chunkSize)
-            let count = try chunk.withUnsafeMutableBytes { (buffer) throws(StoreError) in try next(into: buffer) }
-            guard let count else { return nil }
-            chunk.count = count
-            return chunk
+            try read { (reader) throws(StoreError) in try reader.nextData() }
         }
 
         /// Reads the next chunk into `buffer`, which must hold at least
@@ -69,13 +65,20 @@ public struct PDFChunks: AsyncSequence, Sendable {
         /// while let count = try buffer.withUnsafeMutableBytes({ try chunks.next(into: $0) }) { send(buffer[..<count]) }
         /// ```
         public mutating func next(into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int? {
+            precondition(buffer.count >= PDFChunks.chunkSize, "a PDFChunks buffer must hold chunkSize bytes")
+            return try read { (reader) throws(StoreError) in try reader.next(into: buffer) }
+        }
+
+        /// One step of `reader`, after the failure of its opening if there was one; a
+        /// corrupt blob is flagged at once.
+        private mutating func read<T>(_ step: (ChunkReader) throws(StoreError) -> T?) throws(StoreError) -> T? {
             if let failure {
                 self.failure = nil
                 throw failure
             }
-            precondition(buffer.count >= PDFChunks.chunkSize, "a PDFChunks buffer must hold chunkSize bytes")
+            guard let reader else { return nil }
             do {
-                return try reader?.next(into: buffer)
+                return try step(reader)
             } catch {
                 if case .corruptBlob = error { foundCorrupt() }
                 throw error
@@ -106,8 +109,21 @@ private final class ChunkReader {
         input = .allocate(byteCount: Self.chunkSize, alignment: 16)
     }
 
+    /// Where ``nextData()`` reads, made on its first call.
+    private var scratch: UnsafeMutableRawBufferPointer?
+
     deinit {
         input.deallocate()
+        scratch?.deallocate()
+    }
+
+    /// The next chunk as a `Data` of its own length (read into a buffer kept for the next
+    /// call), or nil at the end.
+    func nextData() throws(StoreError) -> Data? {
+        let buffer = scratch ?? .allocate(byteCount: Self.chunkSize, alignment: 16)
+        scratch = buffer
+        guard let count = try next(into: buffer) else { return nil }
+        return Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
     }
 
     /// The next chunk, read or decompressed into `buffer` (at least ``chunkSize`` bytes):
