@@ -102,6 +102,39 @@ import Testing
         }
     }
 
+    /// On a file system without hard links (each link refused with EPERM here), the commit
+    /// makes a claim file of its own and renames the PDF into `blobs/`: stored, nothing
+    /// left in `tmp/`; killed after the rename, its dead claim leads the prune to the orphan.
+    @Test func withoutHardLinksTheClaimIsAFileOfItsOwn() async throws {
+        let scratch = try Scratch()
+        let (first, second) = (samplePDF(seed: 56), samplePDF(seed: 57))
+        // A layer, so that the prune keeps the document (no unreferenced entry).
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
+        let stored = try await runWorker(
+            ["ingest-announced", scratch.root.path, Scratch.tenant.string, "d", try scratch.file(first).path],
+            failpoint: "file.link=eperm")
+        #expect(!stored.signalled && stored.status == 0, "\(stored.output)")
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(try linkCount(scratch.store.layout.blobPath(BlobHash.of(first))) == 1)
+
+        let killed = try await runWorker(
+            ["ingest-announced", scratch.root.path, Scratch.tenant.string, "e", try scratch.file(second).path],
+            failpoint: "file.link=eperm,blob.afterRename")
+        #expect(killed.signalled, "\(killed.output)")
+        let claims = scratch.files(in: "tmp").filter { $0.hasSuffix(".claim") }
+        #expect(claims.count == 1, "\(scratch.files(in: "tmp"))")
+        let claim = scratch.store.layout.tmpDirectory + "/" + (claims.first ?? "")
+        #expect(try FileSystem.fileSize(claim) == 0, "a claim file of its own, empty")
+        let orphan = scratch.store.layout.blobPath(BlobHash.of(second))
+        #expect(FileSystem.exists(orphan))
+
+        let store = try InstantStore(root: scratch.root)
+        _ = try store.prune()
+        #expect(scratch.files(in: "tmp").isEmpty && !FileSystem.exists(orphan))
+        #expect(try store.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == BlobHash.of(first))
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     /// The fsync a seal starts ahead of the commit fails (an I/O error): the commit
     /// fails with it, and nothing is kept, not even the claim made in advance.
     @Test func aFailedSyncAheadFailsTheCommitAndLeavesNothing() async throws {

@@ -84,6 +84,8 @@ extension InstantStore {
         let hash = staged.hash
         // The staged file's name in tmp/: its temp name, or its claim once renamed.
         var name = staged.temporaryPath
+        // A claim file of its own, on a file system without hard links (see place(_:at:)).
+        var claimFile: POSIXFile?
         var linked = false
         var committed = false
         defer {
@@ -92,6 +94,7 @@ extension InstantStore {
             // the orphan.
             if committed || !linked { try? FileSystem.remove(name) }
             staged.file.close()
+            claimFile?.close()
         }
         // The writer's early sync step still under way, waited for outside the write lock.
         try staged.settle()
@@ -151,7 +154,8 @@ extension InstantStore {
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
                 }
                 try Failpoint.check("blob.beforeRename")
-                try self.place(claim, at: path)
+                claimFile = try self.place(claim, at: path, hash: hash)
+                if let claimFile { name = claimFile.path }
                 linked = true
                 try Failpoint.check("blob.afterRename")
                 directories.append(directory)
@@ -197,15 +201,34 @@ extension InstantStore {
     /// Gives the blob named `claim` its name in `blobs/` at `path`, the claim staying:
     /// linked, or, over a copy found there (damaged, or an orphan), linked under a temp
     /// name that is then renamed over it, so that `path` never goes missing.
-    private func place(_ claim: String, at path: String) throws(StoreError) {
-        if try FileSystem.link(claim, path) { return }
-        let swap = layout.temporaryPath(suffix: ".blob")
-        guard try FileSystem.link(claim, swap) else { throw .fromErrno("link", claim + " -> " + swap, EEXIST) }
-        do {
-            try FileSystem.rename(swap, path)
-        } catch {
-            try? FileSystem.remove(swap)
-            throw error
+    ///
+    /// On a file system without hard links (vfat, some network and FUSE mounts), as before
+    /// claims were links: a claim file of its own is made, locked, and the blob renamed
+    /// into place; that claim is returned, for the caller to remove after the commit.
+    private func place(_ claim: String, at path: String, hash: BlobHash) throws(StoreError) -> POSIXFile? {
+        do throws(StoreError) {
+            if try FileSystem.link(claim, path) { return nil }
+            let swap = layout.temporaryPath(suffix: ".blob")
+            guard try FileSystem.link(claim, swap) else {
+                throw StoreError.fromErrno("link", claim + " -> " + swap, EEXIST)
+            }
+            do {
+                try FileSystem.rename(swap, path)
+            } catch {
+                try? FileSystem.remove(swap)
+                throw error
+            }
+            return nil
+        } catch .io(_, _, let code) where FileSystem.refusesLinks(code) {
+            let own = try POSIXFile.createLocked(BlobClaim.path(layout, hash: hash))
+            do {
+                try FileSystem.rename(claim, path)
+            } catch {
+                try? FileSystem.remove(own.path)
+                own.close()
+                throw error
+            }
+            return own
         }
     }
 

@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// Set `INSTANT_FAILPOINT` to a comma-separated list of `name` or `name=action`, where
 /// action is `kill` (the default: the process sends itself SIGKILL), `enospc` (the
-/// operation fails as if the disk were full), `eio`, or `wait:PATH` (the process creates
+/// operation fails as if the disk were full), `eio`, `eperm` (as a file system without
+/// hard links answers a link), or `wait:PATH` (the process creates
 /// `PATH.reached`, then waits while the file `PATH` exists, at most a minute: a test does
 /// something in between). A name may end in `*` to match a prefix.
 ///
@@ -35,6 +36,7 @@ public enum Failpoint {
         switch action {
         case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
         case "eio": throw .io(operation: name, path: path, errno: EIO)
+        case "eperm": throw .io(operation: name, path: path, errno: EPERM)
         case let wait where wait.hasPrefix(waitAction):
             let signal = String(wait.dropFirst(waitAction.count))
             FileManager.default.createFile(atPath: signal + ".reached", contents: nil)

@@ -158,9 +158,16 @@ enum FileSystem {
 
     /// Makes `to` another name of the file at `from`; false when `to` exists already.
     static func link(_ from: String, _ to: String) throws(StoreError) -> Bool {
+        try Failpoint.check("file.link", path: to)
         if Glibc.link(from, to) == 0 { return true }
         if errno == EEXIST { return false }
         throw .fromErrno("link", from + " -> " + to)
+    }
+
+    /// Whether `link` failing with `code` means the file system has no hard links (vfat,
+    /// some network and FUSE mounts) or allows no more of them for this file.
+    static func refusesLinks(_ code: Int32) -> Bool {
+        [EPERM, EXDEV, ENOTSUP, EOPNOTSUPP, EMLINK, ENOSYS].contains(code)
     }
 
     /// Unlinks `path`; a file that is already gone is not an error.
