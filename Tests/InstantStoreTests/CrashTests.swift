@@ -62,7 +62,9 @@ import Testing
     /// was linked into `blobs/`, leaves a dead claim: the prune sweeps it, and the file in
     /// `blobs/` goes only when no row claims it (a new PDF's orphan), never the copy a
     /// document holds (replaced or not by then).
-    @Test(arguments: [("blob.afterRename", false), ("blob.afterRename", true), ("blob.claimMade", true)])
+    @Test(arguments: [
+        ("blob.afterRename", false), ("blob.afterRename", true), ("blob.claimMade", true), ("blob.swapLinked", true),
+    ])
     func aDeadClaimLeadsThePruneToOrphansOnly(failpoint: String, storedDamaged: Bool) async throws {
         let scratch = try Scratch()
         let pdf = samplePDF(seed: 54)

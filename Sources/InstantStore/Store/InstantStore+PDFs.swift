@@ -213,6 +213,7 @@ extension InstantStore {
                 throw StoreError.fromErrno("link", claim + " -> " + swap, EEXIST)
             }
             do {
+                try Failpoint.check("blob.swapLinked")
                 try FileSystem.rename(swap, path)
             } catch {
                 try? FileSystem.remove(swap)
