@@ -31,7 +31,8 @@ int instant_create_locked(const char *directory, const char *path) {
         if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0) return fd;
         int saved = errno;
         close(fd);
-        if (saved != ENOENT && saved != EPERM && saved != EXDEV) {
+        if (saved != ENOENT && saved != EPERM && saved != EXDEV && saved != EOPNOTSUPP && saved != ENOTSUP &&
+            saved != EMLINK && saved != ENOSYS) {
             errno = saved;
             return -1;
         }

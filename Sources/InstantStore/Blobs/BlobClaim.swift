@@ -9,7 +9,8 @@
 /// (``InstantStore/abandonedFiles()``), and removes the orphan in a write transaction
 /// if no row claims it by then. A claim costs no inode: on a file system without a
 /// journal, where many files were recently removed, a new inode can take a fraction of a
-/// millisecond to find.
+/// millisecond to find. (On a file system without hard links, the claim is an empty,
+/// locked file of its own, and the blob is renamed into `blobs/`.)
 enum BlobClaim {
     /// A new claim's path for `hash`.
     static func path(_ layout: StoreLayout, hash: BlobHash) -> String {
