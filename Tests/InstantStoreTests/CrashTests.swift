@@ -59,13 +59,16 @@ import Testing
     }
 
     /// A commit killed once the staged file was renamed to its claim, or once the claim
-    /// was linked into `blobs/`, leaves a dead claim: the prune sweeps it, and the file in
+    /// was linked into `blobs/`, or whose transaction fails after the link, leaves a dead
+    /// claim: the prune sweeps it, and the file in
     /// `blobs/` goes only when no row claims it (a new PDF's orphan), never the copy a
     /// document holds (replaced or not by then).
     @Test(arguments: [
         ("blob.afterRename", false), ("blob.afterRename", true), ("blob.claimMade", true), ("blob.swapLinked", true),
         // A file system without hard links: a claim file of its own, the PDF renamed over the copy.
         ("file.link=eperm,blob.afterRename", true),
+        // Not killed: the transaction fails after the link, and the commit keeps its claim.
+        ("blob.beforeCommitTransaction=eio", false),
     ])
     func aDeadClaimLeadsThePruneToOrphansOnly(failpoint: String, storedDamaged: Bool) async throws {
         let scratch = try Scratch()
@@ -83,10 +86,15 @@ import Testing
         let result = try await runWorker(
             ["ingest-announced", scratch.root.path, Scratch.tenant.string, "again", try scratch.file(pdf).path],
             failpoint: failpoint)
-        #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
+        if failpoint.hasSuffix("=eio") {
+            #expect(!result.signalled && result.status != 0, "the worker should fail: \(result.output)")
+        } else {
+            #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
+        }
         let claims = scratch.files(in: "tmp").filter { $0.hasPrefix(hash.hex) && $0.hasSuffix(".claim") }
         #expect(claims.count == 1, "the dead claim is left: \(scratch.files(in: "tmp"))")
-        #expect(FileSystem.exists(blob) == (storedDamaged || failpoint.hasSuffix("blob.afterRename")))
+        let placed = failpoint.hasSuffix("blob.afterRename") || failpoint.hasPrefix("blob.beforeCommitTransaction")
+        #expect(FileSystem.exists(blob) == (storedDamaged || placed))
 
         let store = try InstantStore(root: scratch.root)
         _ = try store.prune()
