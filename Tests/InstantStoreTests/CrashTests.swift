@@ -147,7 +147,7 @@ import Testing
     }
 
     /// The fsync a seal starts ahead of the commit fails (an I/O error): the commit
-    /// fails with it, and nothing is kept, not even the claim made in advance.
+    /// fails with it, and nothing is kept.
     @Test func aFailedSyncAheadFailsTheCommitAndLeavesNothing() async throws {
         let scratch = try Scratch()
         let result = try await runWorker(
