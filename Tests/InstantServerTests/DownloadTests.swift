@@ -58,6 +58,13 @@ import ServerTestSupport
             #expect(full.status == 200 && full.body == pdf)
             let etag = try #require(full.header("ETag"))
             #expect(etag == "\"\(BlobHash.of(pdf).hex)\"")
+            // A token that is valid for a document the server does not hold: 404, and the
+            // lookup happens only once the token passed (a bad one gets 403 either way).
+            let absent = try await server.client(
+                .GET, "nope", "pdf", token: try await server.token(document: "nope"))
+            #expect(absent.status == 404 && absent.errorCode == "notFound")
+            let forged = try await server.client(.GET, "nope", "pdf", token: token)
+            #expect(forged.status == 403 && forged.errorCode == "wrongDocument")
 
             let cached = try await server.client(
                 .GET, "doc/../1", "pdf", token: token, headers: [("If-None-Match", etag)])

@@ -14,11 +14,18 @@ struct PDFDownload {
     @Sendable func respond(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.download, for: "downloading the PDF")
-        let (pdfs, tenant, document) = (server.pdfs, server.pdfTenant, identity.documentID)
-        guard let info = try await server.database.document(document), let hash = BlobHash(hex: info.sha256),
-            let stored = try await server.blocking({ try pdfs.pdf(tenant: tenant, document: document) })
-        else { throw ProtocolError(.notFound, "no document with this document_id") }
-        let etag = "\"\(info.sha256)\""
+        // Both databases in one hop off the cooperative pool.
+        let (database, pdfs, tenant, document) = (server.database, server.pdfs, server.pdfTenant, identity.documentID)
+        let found = try await server.blocking { () throws -> (sha256: String, stored: StoredPDF)? in
+            guard let sha256 = try database.pdfSHA256(ofDocument: document),
+                let stored = try pdfs.pdf(tenant: tenant, document: document)
+            else { return nil }
+            return (sha256, stored)
+        }
+        guard let (sha256, stored) = found, let hash = BlobHash(hex: sha256) else {
+            throw ProtocolError(.notFound, "no document with this document_id")
+        }
+        let etag = "\"\(sha256)\""
         var headers: HTTPFields = [
             .eTag: etag, .acceptRanges: "bytes", .contentType: "application/pdf", .vary: "Accept-Encoding",
         ]

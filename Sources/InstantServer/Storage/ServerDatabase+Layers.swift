@@ -135,6 +135,16 @@ extension ServerDatabase {
         }
     }
 
+    /// The SHA-256 of a document's PDF, or nil when there is no such document. Blocking: for
+    /// a caller already off Swift's cooperative pool.
+    func pdfSHA256(ofDocument identifier: String) throws -> String? {
+        try pool.read { db in
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT sha256 FROM document WHERE identifier = ?"),
+                arguments: [identifier.blob])
+        }
+    }
+
     /// One document with its layer names, or nil.
     func document(_ identifier: String) async throws -> DocumentInfo? {
         try await read { db in
