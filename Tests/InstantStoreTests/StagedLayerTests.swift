@@ -175,6 +175,27 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// A download stages its layer (off the cooperative pool) for the hash in the PDF's
+    /// ETag; a layer staged for one PDF and committed with another (sealed first, as a
+    /// download does) names the PDF committed, not the one it was staged for.
+    @Test func aLayerStagedForAnotherPDFNamesThePDFCommittedWithIt() async throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let announced = BlobHash.of(samplePDF(seed: 5))
+        let (ingest, hash) = try beginIngest(scratch, samplePDF(seed: 6))
+        let staged = try await scratch.store.stageLayerInBackground(
+            tenant: Scratch.tenant, document: "d", layer: "x", pdf: announced)
+        try await ingest.seal()
+        let stored = try await ingest.commit(with: staged)
+        #expect(stored.sha256 == hash)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "x")
+        defer { layer.close() }
+        #expect(try layer.metadata().pdfSHA256 == hash)
+        #expect(scratch.files(in: "blobs") == ["sha256/\(hash.hex.prefix(2))/\(hash.hex)"])
+        #expect(tmpEntries(scratch).isEmpty)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     /// Another process stored the layer meanwhile: the commit is refused whole, so the PDF
     /// is not the document's either, and neither file is left anywhere.
     @Test func aPDFCommittedWithALayerStoredMeanwhileLeavesNothing() async throws {

@@ -59,8 +59,14 @@ struct LayerDownload {
         let error: StoreError
     }
 
-    /// The layer file being written while the PDF comes, and how many annotations it holds.
-    typealias LayerStage = Task<(staged: StagedLayer, annotationCount: Int), any Error>
+    /// A staged layer file, and how many annotations it holds.
+    struct LayerFile: Sendable {
+        let staged: StagedLayer
+        let annotationCount: Int
+    }
+
+    /// The layer file being written while the PDF comes.
+    typealias LayerStage = Task<LayerFile, any Error>
 
     private func runOnce() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
@@ -68,15 +74,12 @@ struct LayerDownload {
         let snapshotTask = Task { try await fetchSnapshot() }
         defer { snapshotTask.cancel() }
         let pdf = try await startPDF()
-        let layerStage: LayerStage = Task { try stage(try await Self.value(of: snapshotTask), pdf: pdf.hash) }
+        let layerStage: LayerStage = Task { try await stage(try await Self.value(of: snapshotTask), pdf: pdf.hash) }
         let transferred: Int64
         do {
             transferred = try await finish(pdf, layerStage: layerStage)
         } catch {
-            // Waited for, and its file removed here, before the failure is reported (not
-            // left to the staged layer's deinit: the commit's thread may still hold it).
-            layerStage.cancel()
-            if case .success(let layerFile) = await layerStage.result { layerFile.staged.discard() }
+            await Self.discard(layerStage)
             throw error
         }
         progress.completedUnitCount = progress.totalUnitCount
@@ -92,8 +95,9 @@ struct LayerDownload {
             // the PDF is still there then.
             let layerFile = try await stagedLayer(layerStage)
             do {
-                try store.commitLayer(layerFile.staged, requiringPDF: true, unlessWithdrawn: withdrawn)
-            } catch .documentHasNoPDF(let tenant, let document) {
+                try await store.commitLayerInBackground(
+                    layerFile.staged, requiringPDF: true, unlessWithdrawn: withdrawn)
+            } catch StoreError.documentHasNoPDF(let tenant, let document) {
                 throw PDFRemovedMeanwhile(error: .documentHasNoPDF(tenant: tenant, document: document))
             } catch {
                 throw Self.refusal(error)
@@ -118,13 +122,21 @@ struct LayerDownload {
 
     /// The staged layer, once the PDF is in (its bytes, or the store's copy): what the
     /// commit waits for.
-    private func stagedLayer(_ layerStage: LayerStage) async throws -> (staged: StagedLayer, annotationCount: Int) {
+    private func stagedLayer(_ layerStage: LayerStage) async throws -> LayerFile {
         try Failpoint.check("download.afterPDF")
         try Task.checkCancellation()
         let layerFile = try await Self.value(of: layerStage)
         try Failpoint.check("download.afterSnapshot")
         try Task.checkCancellation()
         return layerFile
+    }
+
+    /// Cancels a layer being staged, waits for it, and removes its file: before a failure
+    /// is reported (not left to the staged layer's deinit, as the commit's thread may
+    /// still hold it).
+    private static func discard(_ stage: LayerStage) async {
+        stage.cancel()
+        if case .success(let layerFile) = await stage.result { layerFile.staged.discard() }
     }
 
     /// A task's value; cancelling the wait cancels the task (a failed PDF must not wait
@@ -138,11 +150,11 @@ struct LayerDownload {
     }
 
     /// The layer file, written in `tmp/`, and how many annotations it holds.
-    private func stage(_ snapshot: Snapshot, pdf: BlobHash) throws -> (staged: StagedLayer, annotationCount: Int) {
-        let staged = try store.stageLayer(
+    private func stage(_ snapshot: Snapshot, pdf: BlobHash) async throws -> LayerFile {
+        let staged = try await store.stageLayerInBackground(
             tenant: tenant, document: document, layer: layer, userID: jwt.userID, snapshot: snapshot.records,
             revision: snapshot.revision, epoch: snapshot.epoch, pdf: pdf)
-        return (staged, snapshot.records.count)
+        return LayerFile(staged: staged, annotationCount: snapshot.records.count)
     }
 
     // MARK: PDF
@@ -287,7 +299,7 @@ struct LayerDownload {
             // Checked and synced now, while the layer file may still be being written:
             // the commit then only renames and records.
             try await ingest.seal()
-            let layerFile: (staged: StagedLayer, annotationCount: Int)
+            let layerFile: LayerFile
             do {
                 layerFile = try await stagedLayer(layer)
             } catch {

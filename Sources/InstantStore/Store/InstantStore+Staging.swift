@@ -34,6 +34,30 @@ extension InstantStore {
         return staged
     }
 
+    /// ``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)`` on a thread
+    /// of its own, off Swift's cooperative pool: writing and syncing the file blocks for a
+    /// millisecond or more, and on a machine with few cores a blocked cooperative thread
+    /// holds up every other task (a download's PDF, which streams in meanwhile, and a
+    /// server in the same process).
+    public func stageLayerInBackground(
+        tenant: TenantURL, document: String, layer: String, userID: String? = nil,
+        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?
+    ) async throws -> StagedLayer {
+        try await Offload.run {
+            try self.stageLayer(
+                tenant: tenant, document: document, layer: layer, userID: userID, snapshot: snapshot,
+                revision: revision, epoch: epoch, pdf: pdf)
+        }
+    }
+
+    /// ``commitLayer(_:requiringPDF:unlessWithdrawn:)`` on a thread of its own, off Swift's
+    /// cooperative pool (it syncs a directory), as ``stageLayerInBackground(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``.
+    public func commitLayerInBackground(
+        _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) async throws {
+        try await Offload.run { try self.commitLayer(staged, requiringPDF: requiringPDF, unlessWithdrawn: withdrawn) }
+    }
+
     /// Makes a staged layer appear in the catalog, in one transaction with its document's
     /// row: renamed into `layers/`, then recorded. Fails with `layerAlreadyExists` when
     /// another process stored the layer meanwhile. A staged layer is committed at most once.
