@@ -58,8 +58,8 @@ import ServerTestSupport
             #expect(full.status == 200 && full.body == pdf)
             let etag = try #require(full.header("ETag"))
             #expect(etag == "\"\(BlobHash.of(pdf).hex)\"")
-            // A token that is valid for a document the server does not hold: 404, and the
-            // lookup happens only once the token passed (a bad one gets 403 either way).
+            // A valid token for a document the server does not hold: 404; a token for
+            // another document: 403.
             let absent = try await server.client(
                 .GET, "nope", "pdf", token: try await server.token(document: "nope"))
             #expect(absent.status == 404 && absent.errorCode == "notFound")

@@ -34,8 +34,8 @@ extension InstantStore {
         return staged
     }
 
-    /// ``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)`` on a thread
-    /// of its own, off Swift's cooperative pool: writing and syncing the file blocks for a
+    /// ``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)`` on a dispatch
+    /// thread, off Swift's cooperative pool: writing and syncing the file blocks for a
     /// millisecond or more, and on a machine with few cores a blocked cooperative thread
     /// holds up every other task (a download's PDF, which streams in meanwhile, and a
     /// server in the same process).
@@ -50,8 +50,10 @@ extension InstantStore {
         }
     }
 
-    /// ``commitLayer(_:requiringPDF:unlessWithdrawn:)`` on a thread of its own, off Swift's
+    /// ``commitLayer(_:requiringPDF:unlessWithdrawn:)`` on a dispatch thread, off Swift's
     /// cooperative pool (it syncs a directory), as ``stageLayerInBackground(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``.
+    /// Cancelling the calling task does not stop a commit under way: it finishes, and its
+    /// outcome is what the call returns or throws.
     public func commitLayerInBackground(
         _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) async throws {
