@@ -59,14 +59,8 @@ struct LayerDownload {
         let error: StoreError
     }
 
-    /// A staged layer file, and how many annotations it holds.
-    struct LayerFile: Sendable {
-        let staged: StagedLayer
-        let annotationCount: Int
-    }
-
-    /// The layer file being written while the PDF comes.
-    typealias LayerStage = Task<LayerFile, any Error>
+    /// The layer file being written while the PDF comes, and how many annotations it holds.
+    typealias LayerStage = Task<(staged: StagedLayer, annotationCount: Int), any Error>
 
     private func runOnce() async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
@@ -79,7 +73,10 @@ struct LayerDownload {
         do {
             transferred = try await finish(pdf, layerStage: layerStage)
         } catch {
-            await Self.discard(layerStage)
+            // Waited for, and its file removed here, before the failure is reported (not
+            // left to the staged layer's deinit: the commit's thread may still hold it).
+            layerStage.cancel()
+            if case .success(let layerFile) = await layerStage.result { layerFile.staged.discard() }
             throw error
         }
         progress.completedUnitCount = progress.totalUnitCount
@@ -122,21 +119,13 @@ struct LayerDownload {
 
     /// The staged layer, once the PDF is in (its bytes, or the store's copy): what the
     /// commit waits for.
-    private func stagedLayer(_ layerStage: LayerStage) async throws -> LayerFile {
+    private func stagedLayer(_ layerStage: LayerStage) async throws -> (staged: StagedLayer, annotationCount: Int) {
         try Failpoint.check("download.afterPDF")
         try Task.checkCancellation()
         let layerFile = try await Self.value(of: layerStage)
         try Failpoint.check("download.afterSnapshot")
         try Task.checkCancellation()
         return layerFile
-    }
-
-    /// Cancels a layer being staged, waits for it, and removes its file: before a failure
-    /// is reported (not left to the staged layer's deinit, as the commit's thread may
-    /// still hold it).
-    private static func discard(_ stage: LayerStage) async {
-        stage.cancel()
-        if case .success(let layerFile) = await stage.result { layerFile.staged.discard() }
     }
 
     /// A task's value; cancelling the wait cancels the task (a failed PDF must not wait
@@ -150,11 +139,13 @@ struct LayerDownload {
     }
 
     /// The layer file, written in `tmp/`, and how many annotations it holds.
-    private func stage(_ snapshot: Snapshot, pdf: BlobHash) async throws -> LayerFile {
+    private func stage(_ snapshot: Snapshot, pdf: BlobHash) async throws -> (
+        staged: StagedLayer, annotationCount: Int
+    ) {
         let staged = try await store.stageLayerInBackground(
             tenant: tenant, document: document, layer: layer, userID: jwt.userID, snapshot: snapshot.records,
             revision: snapshot.revision, epoch: snapshot.epoch, pdf: pdf)
-        return LayerFile(staged: staged, annotationCount: snapshot.records.count)
+        return (staged, snapshot.records.count)
     }
 
     // MARK: PDF
@@ -299,7 +290,7 @@ struct LayerDownload {
             // Checked and synced now, while the layer file may still be being written:
             // the commit then only renames and records.
             try await ingest.seal()
-            let layerFile: LayerFile
+            let layerFile: (staged: StagedLayer, annotationCount: Int)
             do {
                 layerFile = try await stagedLayer(layer)
             } catch {
