@@ -16,6 +16,7 @@ import Testing
         ("ingest", "blob.afterCommit"),
         ("ingest-announced", "blob.claimMade"), ("ingest-announced", "blob.beforeFsync"),
         ("ingest-announced", "blob.afterRename"), ("ingest-announced", "blob.beforeCommitTransaction"),
+        ("ingest", "directory.fsync"), ("ingest-announced", "directory.fsync"),
         ("create-layer", "layer.beforeCommit"), ("create-layer", "layer.afterRename"),
         ("create-layer", "layer.afterInsert"), ("create-layer", "layer.afterCommit"),
         ("annotate", "layer.syncRecord"), ("annotate", "layer.beforeCommit"),

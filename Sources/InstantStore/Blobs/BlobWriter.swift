@@ -229,6 +229,10 @@ struct StagedBlob {
         try earlySteps?.wait()
     }
 
+    /// Whether ``sync()`` only waits for an fsync started ahead (``syncingAhead()``), which
+    /// ``settle()`` has waited for already when it returned.
+    var isSyncedAhead: Bool { ahead != nil }
+
     /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
     /// For a blob from ``syncingAhead()``, waits for the fsync it started.
     func sync() throws(StoreError) {

@@ -115,23 +115,27 @@ extension InstantStore {
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
             // The temp file's fsync runs while the rows are looked up; the rename below
-            // waits for both.
+            // waits for both. (A sealed blob's fsync is done already, waited for by
+            // settle(): then no thread is woken for it.)
             var documentRow: DocumentRecord?
             var recordedSize: Int64?
             var flagged = false
-            try Parallel.both(
-                { () throws(any Error) in
-                    documentRow = try self.catalog.documentRow(tenant, document, in: db)
-                    recordedSize = try Int64.fetchOne(
-                        db.cachedStatement(sql: "SELECT storedSize FROM blob WHERE sha256 = ?"),
-                        arguments: [hash.hex])
-                    flagged =
-                        try Bool.fetchOne(
-                            db.cachedStatement(
-                                sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)"),
-                            arguments: [hash.hex]) ?? false
-                },
-                { () throws(any Error) in try staged.sync() })
+            let lookUp = { () throws(any Error) in
+                documentRow = try self.catalog.documentRow(tenant, document, in: db)
+                recordedSize = try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT storedSize FROM blob WHERE sha256 = ?"), arguments: [hash.hex])
+                flagged =
+                    try Bool.fetchOne(
+                        db.cachedStatement(
+                            sql: "SELECT EXISTS (SELECT 1 FROM document WHERE blobSha256 = ? AND corrupt)"),
+                        arguments: [hash.hex]) ?? false
+            }
+            if staged.isSyncedAhead {
+                try lookUp()
+                try staged.sync()
+            } else {
+                try Parallel.bothWaiting(lookUp, { () throws(any Error) in try staged.sync() })
+            }
             guard let documentRow, let documentID = documentRow.id else {
                 throw StoreError.noSuchDocument(tenant: tenant.string, document: document)
             }
@@ -161,8 +165,10 @@ extension InstantStore {
                 directories.append(directory)
             }
             let layerPath = try layer.map { (layer) throws(StoreError) in try self.placeLayer(layer, pdf: hash) }
-            // Here: the blob's row, then layers/ synced; beside it, on another core, the
-            // blob's directories (two fsyncs at once can share a journal commit).
+            // Here: the blob's row, then layers/ synced; beside it, the blob's directories,
+            // each synced on a thread of its own (a new fan-out directory's entry in its
+            // parent and the blob's entry in it are independent: both are durable before
+            // the commit, whichever comes first).
             let here = { () throws(StoreError) in
                 if !intact { try self.recordBlob(staged, in: db) }
                 if layer != nil { try FileSystem.syncDirectory(self.layout.layersDirectory) }
@@ -170,8 +176,7 @@ extension InstantStore {
             if directories.isEmpty {
                 try here()
             } else {
-                try Parallel.both(
-                    here, { () throws(StoreError) in for path in directories { try FileSystem.syncDirectory(path) } })
+                try Parallel.bothWaiting(here, { () throws(StoreError) in try FileSystem.syncDirectories(directories) })
             }
             if !intact {
                 if flagged {

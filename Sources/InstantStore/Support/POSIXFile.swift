@@ -268,8 +268,21 @@ enum FileSystem {
 
     /// Makes a rename or unlink in `directory` durable.
     static func syncDirectory(_ directory: String) throws(StoreError) {
+        try Failpoint.check("directory.fsync", path: directory)
         let dir = try POSIXFile.open(directory, flags: O_RDONLY | O_DIRECTORY)
         guard fsync(dir.descriptor) == 0 else { throw .fromErrno("fsync", directory) }
+    }
+
+    /// ``syncDirectory(_:)`` for each of `directories`, all at once (each on a thread of its
+    /// own but the first): a new fan-out directory and its parent, say, whose syncs are
+    /// independent. Every sync is waited for; the first failure is thrown.
+    static func syncDirectories(_ directories: some Collection<String>) throws(StoreError) {
+        guard let first = directories.first else { return }
+        let rest = directories.dropFirst()
+        if rest.isEmpty { return try syncDirectory(first) }
+        try Parallel.bothWaiting(
+            { () throws(StoreError) in try syncDirectory(first) },
+            { () throws(StoreError) in try syncDirectories(rest) })
     }
 
     /// Whether a directory has no entry but `.` and `..` (an absent one counts as empty).

@@ -13,10 +13,28 @@ import Dispatch
 /// ```
 enum Parallel {
     static func both(_ first: () -> Void, _ second: () -> Void) {
+        both(first, second, on: DispatchQueue.global(qos: .userInitiated))
+    }
+
+    /// ``both(_:_:)`` for work that waits in the kernel (an fsync) rather than computes:
+    /// `second` runs on a serial queue of its own, whose thread dispatch adds beside busy
+    /// ones, rather than on the global queue, which has one thread per core for work that
+    /// keeps a core busy.
+    ///
+    /// ```swift
+    /// try Parallel.bothWaiting({ try FileSystem.syncDirectory(parent) }, { try FileSystem.syncDirectory(child) })
+    /// ```
+    static func bothWaiting<Failure: Error>(
+        _ first: () throws(Failure) -> Void, _ second: () throws(Failure) -> Void
+    ) throws(Failure) {
+        try both(first, second, on: DispatchQueue(label: "instant-store.parallel-wait", qos: .userInitiated))
+    }
+
+    private static func both(_ first: () -> Void, _ second: () -> Void, on queue: DispatchQueue) {
         withoutActuallyEscaping(second) { second in
             let work = UncheckedWork(body: second)
             let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global(qos: .userInitiated).async {
+            queue.async {
                 work.body?()
                 // Dropped before signalling: the closure must not outlive this call, and
                 // dispatch may release the block itself only later.
@@ -33,6 +51,12 @@ enum Parallel {
     static func both<Failure: Error>(
         _ first: () throws(Failure) -> Void, _ second: () throws(Failure) -> Void
     ) throws(Failure) {
+        try both(first, second, on: DispatchQueue.global(qos: .userInitiated))
+    }
+
+    private static func both<Failure: Error>(
+        _ first: () throws(Failure) -> Void, _ second: () throws(Failure) -> Void, on queue: DispatchQueue
+    ) throws(Failure) {
         var firstFailure: Failure?
         var secondFailure: Failure?
         both(
@@ -41,7 +65,7 @@ enum Parallel {
             },
             {
                 do throws(Failure) { try second() } catch { secondFailure = error }
-            })
+            }, on: queue)
         if let failure = firstFailure ?? secondFailure { throw failure }
     }
 }
