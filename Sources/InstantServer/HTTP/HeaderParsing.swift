@@ -54,13 +54,24 @@ enum HeaderParsing {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Whether an `If-None-Match` list names `etag` (or `*`); weak tags compare by value.
+    /// Whether an `If-None-Match` list names `etag` (or `*`); weak tags compare by value,
+    /// and a tag without its quotes names a quoted `etag` too.
+    ///
+    /// Read byte by byte: a client names up to 32 of its PDFs in this list on every download
+    /// (see `InstantStore.pdfReuse`), and Foundation's trimming cost a microsecond a tag.
     static func matches(_ header: String, etag: String) -> Bool {
-        header.split(separator: ",").contains { item in
-            var tag = item.trimmingCharacters(in: .whitespaces)
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
-            return tag == "*" || tag == etag || "\"\(tag)\"" == etag
+        let quote = UInt8(ascii: "\"")
+        let etag = Array(etag.utf8)
+        let unquoted = etag.count >= 2 && etag.first == quote && etag.last == quote ? etag.dropFirst().dropLast() : nil
+        for item in header.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var tag = item.drop(while: isSpace)
+            while let last = tag.last, isSpace(last) { tag = tag.dropLast() }
+            if tag.starts(with: "W/".utf8) { tag = tag.dropFirst(2) }
+            if tag.elementsEqual("*".utf8) || tag.elementsEqual(etag) { return true }
+            if let unquoted, tag.elementsEqual(unquoted) { return true }
         }
+        return false
     }
 
     /// Whether `Accept-Encoding` allows zstd (listed with a q above 0, or via `*`).
