@@ -49,4 +49,24 @@ import Testing
         #expect(try store.cacheEntries().map(\.documentIdentifier).sorted() == ["kept", "new"])
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
+
+    /// A fan-out directory found already there (left by a commit killed before it synced
+    /// the directory's parent) has its parent synced by the next commit into it: the first
+    /// directory sync that worker makes, failed, names `blobs/sha256` itself.
+    @Test func aFanOutDirectoryFoundThereHasItsParentSynced() async throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 82)))
+        let bytes = samplePDF(seed: 83)
+        let fanOut = (scratch.store.layout.blobPath(BlobHash.of(bytes)) as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: fanOut) {
+            try FileManager.default.createDirectory(atPath: fanOut, withIntermediateDirectories: false)
+        }
+        let pdf = try scratch.file(bytes)
+        let failed = try await runWorker(
+            ["ingest", scratch.root.path, Scratch.tenant.string, "new", pdf.path], failpoint: "directory.fsync=eio")
+        #expect(failed.status == 2, "\(failed.output)")
+        let parent = scratch.store.layout.blobsDirectory
+        #expect(failed.output.contains(parent + ":") || failed.output.contains(parent + " "), "\(failed.output)")
+        #expect(!failed.output.contains(fanOut), "the parent's failure is the one thrown: \(failed.output)")
+    }
 }

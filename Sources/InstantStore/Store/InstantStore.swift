@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// A content-addressed, reference-counted store of PDFs and annotation layers for many
 /// servers (tenants) at once.
@@ -78,6 +79,12 @@ public final class InstantStore: Sendable {
 
     /// The store's lock (`store.lock`), held shared while this handle lives.
     private let lock: POSIXFile
+
+    /// The fan-out directories (`blobs/sha256/ab`) whose entry in `blobs/sha256` this handle
+    /// has synced: one found already there may have been made by a commit that died or
+    /// failed before its parent's sync, so its parent is synced once more before the first
+    /// commit here that links a blob into it. (At most 256 entries.)
+    let syncedFanOuts = Mutex<Set<String>>([])
 
     /// Closes the catalog and lets go of the store (a catalog rebuild needs every handle
     /// closed). Later calls on this handle fail. Layer handles stay usable until closed.
