@@ -63,8 +63,8 @@ enum HeaderParsing {
         let quote = UInt8(ascii: "\"")
         let etag = Array(etag.utf8)
         let unquoted = etag.count >= 2 && etag.first == quote && etag.last == quote ? etag.dropFirst().dropLast() : nil
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         for item in header.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
             var tag = item.drop(while: isSpace)
             while let last = tag.last, isSpace(last) { tag = tag.dropLast() }
             if tag.starts(with: "W/".utf8) { tag = tag.dropFirst(2) }

@@ -144,14 +144,14 @@ extension InstantStore {
             let intact = recordedSize != nil && storedIsIntact && !flagged && FileSystem.identity(path) == compared
             // The blob's directories whose new entries must be durable before the commit.
             var directories: [String] = []
+            var syncsParent = false
             if !intact {
                 // A new fan-out directory is synced into its parent beside the insert below;
                 // so is one found there that this handle has not synced yet (a commit that
                 // died or failed may have made it without the parent's sync).
                 let made = try FileSystem.makeDirectoryUnsynced(directory)
-                if made || !self.syncedFanOuts.withLock({ $0.contains(directory) }) {
-                    directories.append(self.layout.blobsDirectory)
-                }
+                syncsParent = made || !self.syncedFanOuts.withLock { $0.contains(directory) }
+                if syncsParent { directories.append(self.layout.blobsDirectory) }
                 // Names the blob in tmp/ until the commit: if this process dies before, a
                 // prune finds the orphan from this claim without listing blobs/.
                 let claim = BlobClaim.path(self.layout, hash: hash)
@@ -182,9 +182,7 @@ extension InstantStore {
                 try here()
             } else {
                 try Parallel.bothWaiting(here, { () throws(StoreError) in try FileSystem.syncDirectories(directories) })
-                if directories.contains(self.layout.blobsDirectory) {
-                    self.syncedFanOuts.withLock { _ = $0.insert(directory) }
-                }
+                if syncsParent { self.syncedFanOuts.withLock { _ = $0.insert(directory) } }
             }
             if !intact {
                 if flagged {
