@@ -17,7 +17,11 @@ import Testing
         ("ingest-announced", "blob.claimMade"), ("ingest-announced", "blob.beforeFsync"),
         ("ingest-announced", "blob.afterRename"), ("ingest-announced", "blob.beforeCommitTransaction"),
         ("ingest", "directory.fsync"), ("ingest-announced", "directory.fsync"),
-        ("create-layer", "layer.beforeCommit"), ("create-layer", "layer.afterRename"),
+        ("create-layer", "layer.beforeFsync"), ("create-layer", "layer.beforeCommit"),
+        ("create-layer", "layer.afterRename"),
+        ("download-commit", "layer.beforeFsync"), ("download-commit", "blob.beforeFsync"),
+        ("download-commit", "layer.afterRename"), ("download-commit", "directory.fsync"),
+        ("download-commit", "blob.beforeCommitTransaction"),
         ("create-layer", "layer.afterInsert"), ("create-layer", "layer.afterCommit"),
         ("annotate", "layer.syncRecord"), ("annotate", "layer.beforeCommit"),
         ("remove-layer", "remove.afterMark"), ("remove-layer", "remove.beforeCommit"),
@@ -40,6 +44,7 @@ import Testing
             switch command {
             case "ingest", "ingest-announced": [tenant, "new", try scratch.file(samplePDF(seed: 53)).path]
             case "create-layer": [tenant, "new", "layer"]
+            case "download-commit": [tenant, "new", "layer", try scratch.file(samplePDF(seed: 53)).path]
             case "annotate": [tenant, "victim", "clean", "x"]
             case "remove-layer": [tenant, "victim", "clean"]
             case "remove-document": [tenant, "victim"]
@@ -147,22 +152,30 @@ import Testing
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 
-    /// The fsync a seal starts ahead of the commit fails (an I/O error): the commit
-    /// fails with it, and nothing is kept.
-    @Test func aFailedSyncAheadFailsTheCommitAndLeavesNothing() async throws {
+    /// The fsync a seal starts ahead of the commit fails (an I/O error). The commit
+    /// renames the blob to its new name while that fsync runs, and fails with it: nothing
+    /// is committed, what is left is garbage (the orphan and its claim) that a repair
+    /// clears, and the same ingest then succeeds.
+    @Test func aFailedSyncAheadFailsTheCommitAndLeavesOnlyGarbage() async throws {
         let scratch = try Scratch()
-        let result = try await runWorker(
-            [
-                "ingest-announced", scratch.root.path, Scratch.tenant.string, "new",
-                try scratch.file(samplePDF(seed: 55)).path,
-            ],
-            failpoint: "blob.beforeFsync=eio")
+        let bytes = samplePDF(seed: 55)
+        let arguments = [
+            "ingest-announced", scratch.root.path, Scratch.tenant.string, "new", try scratch.file(bytes).path,
+        ]
+        let result = try await runWorker(arguments, failpoint: "blob.beforeFsync=eio")
         #expect(!result.signalled && result.status != 0, "\(result.output)")
         #expect(result.output.contains("blob.beforeFsync"), "the error says where: \(result.output)")
-        #expect(scratch.files(in: "tmp").isEmpty)
-        #expect(scratch.files(in: "blobs").isEmpty)
         let store = try InstantStore(root: scratch.root)
         #expect(try store.pdf(tenant: Scratch.tenant, document: "new") == nil)
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.remaining.allSatisfy { Self.harmless.contains($0.kind) }, "\(report.remaining)")
+        #expect(try store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.files(in: "blobs").isEmpty)
+
+        let retried = try await runWorker(arguments)
+        #expect(retried.status == 0, "\(retried.output)")
+        #expect(try store.pdf(tenant: Scratch.tenant, document: "new")?.sha256 == BlobHash.of(bytes))
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 

@@ -85,6 +85,22 @@ do {
         try await ingest.seal()
         let stored = try await ingest.commit(tenant: TenantURL(argument(0)), document: argument(1))
         print(stored.sha256.hex)
+    case "download-commit":  // TENANT DOC LAYER FILE: a download's store steps, its layer staged while the PDF comes
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: argument(3)))
+        let (tenant, hash) = (try TenantURL(argument(0)), BlobHash.of(bytes))
+        let ingest = try store.beginPDFIngest(expectedSize: Int64(bytes.count), expectedHash: hash)
+        let staged = try store.stageLayer(
+            tenant: tenant, document: argument(1), layer: argument(2), userID: "worker",
+            snapshot: [
+                ServerRecord(
+                    id: "from-server",
+                    content: Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8),
+                    revision: 1)
+            ], revision: 1, epoch: "e1", pdf: hash)
+        try bytes.withUnsafeBytes { raw in try ingest.append(raw) }
+        try await ingest.seal()
+        let stored = try await ingest.commit(with: staged)
+        print(stored.sha256.hex)
     case "create-layer":  // TENANT DOC LAYER
         try store.createLayer(
             tenant: TenantURL(argument(0)), document: argument(1), layer: argument(2), userID: "worker")

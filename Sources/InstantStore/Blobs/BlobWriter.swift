@@ -202,7 +202,7 @@ struct StagedBlob {
     /// The fsync started ahead of the commit (``syncingAhead()``: a download's, while its
     /// layer file is still being written), and what it met. Nothing is written to a staged
     /// file after that.
-    private(set) var ahead: Pending<StoreError?>?
+    private(set) var ahead: SyncAhead?
     /// The writer's early sync (``EarlySync``): a step may still be running, and the
     /// file's fsync waits for it, and fails with the error a step met.
     let earlySteps: EarlySync.Steps?
@@ -217,29 +217,32 @@ struct StagedBlob {
 
     var temporaryPath: String { file.path }
 
-    /// Called before the commit's write lock, so that no wait for a disk happens under it:
-    /// for a blob from ``syncingAhead()``, waits for that fsync (and the early sync step
-    /// before it); otherwise waits for the early sync step still running, if one is, so
-    /// the fsync inside the lock finds only the rest to do. Throws what either met.
+    /// Called before the commit's write lock, so that no long wait for a disk happens under
+    /// it: waits for the writer's early sync step still running, if one is, so the fsync
+    /// inside the lock finds only the rest to do; for a blob from ``syncingAhead()``, waits
+    /// for that fsync when the blob is large (``syncedUnderLockLimit``). Throws what either met.
     func settle() throws(StoreError) {
         if let ahead {
-            if let failure = ahead.wait() { throw failure }
+            if storedSize > Self.syncedUnderLockLimit { try ahead.wait() }
             return
         }
         try earlySteps?.wait()
     }
 
-    /// Whether ``sync()`` only waits for an fsync started ahead (``syncingAhead()``), which
-    /// ``settle()`` has waited for already when it returned.
+    /// The largest blob from ``syncingAhead()`` whose fsync a commit waits for under its
+    /// write lock, after renaming the blob into place (when its name there is new), beside
+    /// its directories' fsyncs: one wait for the disk instead of two in a row. A larger
+    /// one's fsync (mostly its bytes) is waited for before the lock, by ``settle()``.
+    static let syncedUnderLockLimit: Int64 = 1 << 20
+
+    /// Whether ``sync()`` only waits for an fsync started ahead (``syncingAhead()``).
     var isSyncedAhead: Bool { ahead != nil }
 
-    /// Makes the bytes durable; must return before the file is renamed into `blobs/`.
-    /// For a blob from ``syncingAhead()``, waits for the fsync it started.
+    /// Makes the bytes durable; must return before the file replaces another in `blobs/`,
+    /// and before the transaction that records it commits. For a blob from
+    /// ``syncingAhead()``, waits for the fsync it started.
     func sync() throws(StoreError) {
-        if let ahead {
-            if let failure = ahead.wait() { throw failure }
-            return
-        }
+        if let ahead { return try ahead.wait() }
         try earlySteps?.wait()  // done by settle(), usually: then no wait
         try Failpoint.check("blob.beforeFsync", path: file.path)
         try file.sync()
@@ -250,23 +253,9 @@ struct StagedBlob {
     /// ``sync()`` waits for that fsync. The fsync goes through a duplicate of the writer's
     /// descriptor: the writer may close its file meanwhile (a download given up).
     func syncingAhead() -> StagedBlob {
-        let (path, earlySteps) = (file.path, earlySteps)
-        let descriptor = dup(file.descriptor)
-        let dupFailure: StoreError? = descriptor < 0 ? .fromErrno("dup", path) : nil
+        let earlySteps = earlySteps
         var blob = self
-        blob.ahead = Pending(label: "instant-store.sync-ahead") { () -> StoreError? in
-            guard descriptor >= 0 else { return dupFailure }
-            defer { close(descriptor) }
-            do throws(StoreError) {
-                try earlySteps?.wait()
-                try Failpoint.check("blob.beforeFsync", path: path)
-                try Failpoint.check("file.fsync", path: path)
-                if fsync(descriptor) != 0 { throw .fromErrno("fsync", path) }
-                return nil
-            } catch {
-                return error
-            }
-        }
+        blob.ahead = SyncAhead(file, failpoint: "blob.beforeFsync") { () throws(StoreError) in try earlySteps?.wait() }
         return blob
     }
 

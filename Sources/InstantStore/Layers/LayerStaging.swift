@@ -44,8 +44,9 @@ struct LayerStaging: Sendable {
 }
 
 extension LayerDatabase {
-    /// Opens a layer file being built in `tmp/`: no sync per commit (nobody sees the file
-    /// until its one fsync, in ``syncStaged(at:)``) and the rollback journal in memory, so
+    /// Opens a layer file being built in `tmp/` (a layer too large to build in memory, see
+    /// ``LayerImage``): no sync per commit (nobody sees the file until its one fsync, once
+    /// built) and the rollback journal in memory, so
     /// SQLite creates no `-wal`, `-shm` or `-journal` beside it. Each new file costs an
     /// inode, and on a busy file system (no journal, many files recently removed) an inode
     /// costs a scan: two fewer per download. The file stays in the rollback format until

@@ -69,7 +69,11 @@ extension InstantStore {
     ///
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
-    /// still holds: the files' fsyncs before their renames, the directories' before the commit.
+    /// still holds: every file's fsync and its directory's return before the transaction
+    /// commits, and a file replaces another in `blobs/` only once its bytes are durable. A
+    /// download's files (a blob from ``StagedBlob/syncingAhead()``, a staged layer) may be
+    /// renamed to a new name while their fsyncs, started earlier, still run: until the
+    /// commit nothing reads them there, and a power cut leaves orphans, never a row.
     ///
     /// `withdrawn`, when given, is asked inside the transaction, before anything is
     /// renamed: when it answers true (the app removed what the download was for, after its
@@ -96,7 +100,8 @@ extension InstantStore {
             staged.file.close()
             claimFile?.close()
         }
-        // The writer's early sync step still under way, waited for outside the write lock.
+        // The writer's early sync step still under way (or a large blob's fsync), waited for
+        // outside the write lock.
         try staged.settle()
         let path = layout.blobPath(hash)
         // Checked before the write lock is taken (it reads files); the transaction trusts
@@ -115,8 +120,8 @@ extension InstantStore {
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
             // The temp file's fsync runs while the rows are looked up; the rename below
-            // waits for both. (A sealed blob's fsync is done already, waited for by
-            // settle(): then no thread is woken for it.)
+            // waits for both. (A sealed blob's fsync is under way already: it is waited for
+            // after the rename, beside the directories' fsyncs.)
             var documentRow: DocumentRecord?
             var recordedSize: Int64?
             var flagged = false
@@ -132,7 +137,6 @@ extension InstantStore {
             }
             if staged.isSyncedAhead {
                 try lookUp()
-                try staged.sync()
             } else {
                 try Parallel.bothWaiting(lookUp, { () throws(any Error) in try staged.sync() })
             }
@@ -162,6 +166,10 @@ extension InstantStore {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
                 }
+                // A copy recorded in the catalog is replaced by durable bytes only (its row is
+                // durable already); a new name may come before the bytes are, as the
+                // transaction commits only after both.
+                if staged.isSyncedAhead, recordedSize != nil { try staged.sync() }
                 try Failpoint.check("blob.beforeRename")
                 claimFile = try self.place(claim, at: path, hash: hash)
                 if let claimFile { name = claimFile.path }
@@ -170,13 +178,16 @@ extension InstantStore {
                 directories.append(directory)
             }
             let layerPath = try layer.map { (layer) throws(StoreError) in try self.placeLayer(layer, pdf: hash) }
-            // Here: the blob's row, then layers/ synced; beside it, the blob's directories,
+            // Here: the blob's row, then layers/ synced, then the blob's own fsync waited
+            // for (the layer file's is, by recordLayer); beside them, the blob's directories,
             // each synced on a thread of its own (a new fan-out directory's entry in its
             // parent and the blob's entry in it are independent: both are durable before
             // the commit, whichever comes first).
             let here = { () throws(StoreError) in
                 if !intact { try self.recordBlob(staged, in: db) }
                 if layer != nil { try FileSystem.syncDirectory(self.layout.layersDirectory) }
+                // The fsync started ahead, under way while the blob was renamed.
+                if !intact, staged.isSyncedAhead { try staged.sync() }
             }
             if directories.isEmpty {
                 try here()

@@ -12,9 +12,13 @@ import Synchronization
 /// try store.commitLayer(staged)
 /// ```
 extension InstantStore {
-    /// Writes a complete layer file in `tmp/`, fsynced, that no listing shows until
+    /// Writes a complete layer file in `tmp/`, that no listing shows until
     /// ``commitLayer(_:)``. `pdf` is the hash the document's PDF will have (the server's
     /// ETag); the commit corrects it if the catalog says otherwise by then.
+    ///
+    /// The file's fsync is started as this returns, and runs while the caller goes on (a
+    /// download's PDF arrives): the commit waits for it after renaming the file into
+    /// `layers/`, beside the directory's fsync, and before its transaction commits.
     public func stageLayer(
         tenant: TenantURL, document: String, layer: String, userID: String? = nil,
         snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?
@@ -30,7 +34,9 @@ extension InstantStore {
             tenant: tenant, documentIdentifier: document, layerName: layer, pdfSHA256: pdf, userID: userID,
             lastServerRevision: revision, epoch: epoch)
         // On failure, `staged` goes out of scope and removes what was written.
-        try LayerDatabase.create(at: staging.path, key: staging.key, metadata: metadata, records: snapshot)
+        let synced = try LayerDatabase.create(
+            at: staging.path, key: staging.key, metadata: metadata, records: snapshot, syncingAhead: true)
+        staged.syncing(synced)
         return staged
     }
 
@@ -141,8 +147,9 @@ extension InstantStore {
     }
 
     /// Inserts the row of a layer placed (and its directory synced) at `path`, and counts
-    /// it in its document's row.
+    /// it in its document's row, once the file's fsync (started when it was staged) is done.
     func recordLayer(_ staged: StagedLayer, at path: String, documentID: Int64, in db: Database) throws {
+        try staged.waitUntilSynced()
         let now = Date()
         var row = LayerRecord(
             id: nil, documentId: documentID, name: staged.layer.storedBytes, key: staged.key,
@@ -168,6 +175,9 @@ public final class StagedLayer: Sendable {
     let annotationCount: Int
     let pdf: BlobHash?
     private let state = Mutex((committed: false, placed: false, landed: false, cleanedUp: false))
+    /// The file's fsync, started when it was written; nil once waited for, or when the file
+    /// was synced before it was staged.
+    private let sync = Mutex<SyncAhead?>(nil)
 
     /// The layer's file key (its name under `layers/`).
     public var key: String { staging.key }
@@ -183,6 +193,18 @@ public final class StagedLayer: Sendable {
         self.userID = userID
         self.annotationCount = annotationCount
         self.pdf = pdf
+    }
+
+    /// The file's fsync, started when it was written.
+    func syncing(_ ahead: SyncAhead?) {
+        sync.withLock { $0 = ahead }
+    }
+
+    /// Returns once the file is durable; throws what its fsync met.
+    func waitUntilSynced() throws(StoreError) {
+        guard let ahead = sync.withLock({ $0 }) else { return }
+        try ahead.wait()
+        sync.withLock { $0 = nil }
     }
 
     /// Claims the one commit (before the rename, inside the catalog transaction).

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// A download's PDF and layer file are synced ahead of their commit (``SyncAhead``): the
+/// commit renames them to their new names while those fsyncs run, and waits for them
+/// beside the directories' fsyncs, before its transaction commits. Real worker
+/// processes: the failpoints are process-wide.
+@Suite(.serialized) struct SyncAheadTests {
+    /// An fsync started ahead fails (an I/O error): the commit fails with it, nothing is
+    /// committed, what is left is garbage a repair clears, and the same work then succeeds.
+    @Test(arguments: [
+        ("download-commit", "layer.beforeFsync"), ("download-commit", "blob.beforeFsync"),
+        ("create-layer", "layer.beforeFsync"),
+    ])
+    func aFailedFsyncAheadCommitsNothing(command: String, failpoint: String) async throws {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(samplePDF(seed: 90)))
+        let arguments = try Self.arguments(command, in: scratch, pdf: samplePDF(seed: 91))
+        let failed = try await runWorker(arguments, failpoint: failpoint + "=eio")
+        #expect(failed.status == 2 && !failed.signalled, "\(failed.output)")
+        #expect(failed.output.contains(failpoint), "the error says where: \(failed.output)")
+
+        let store = try InstantStore(root: scratch.root)
+        #expect(throws: StoreError.self) {
+            try store.openLayer(tenant: Scratch.tenant, document: "new", layer: "layer")
+        }
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.remaining.allSatisfy { CrashTests.harmless.contains($0.kind) }, "\(report.remaining)")
+        #expect(try store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(scratch.files(in: "tmp").isEmpty)
+
+        let retried = try await runWorker(arguments)
+        #expect(retried.status == 0, "\(retried.output)")
+        let layer = try store.openLayer(tenant: Scratch.tenant, document: "new", layer: "layer")
+        if command == "download-commit" {
+            #expect(try layer.annotations().map(\.id) == ["from-server"])
+        }
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// The commit renames a file whose fsync is held (`wait:`) into place, and does not
+    /// commit until that fsync returns: the file is there, no row names it yet. A blob
+    /// too large to be synced under the write lock (``StagedBlob/syncedUnderLockLimit``)
+    /// is synced before it is renamed, as any file replacing another.
+    @Test(arguments: [
+        ("layer.beforeFsync", 50_000, true), ("blob.beforeFsync", 50_000, true),
+        ("blob.beforeFsync", 6_000_000, false),
+    ])
+    func theCommitWaitsForWhatItRenamedAhead(failpoint: String, size: Int, renamedFirst: Bool) async throws {
+        let scratch = try Scratch()
+        let pdf = samplePDF(seed: 92, size: size)
+        let hold = scratch.root.appendingPathComponent("hold").path
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
+        async let finished = runWorker(arguments, failpoint: "\(failpoint)=wait:\(hold)")
+        try await Self.waitFor("the worker to reach \(failpoint)") { FileSystem.exists(hold + ".reached") }
+        let layers = { scratch.files(in: "layers").filter { $0.hasSuffix(".sqlite") } }
+        let blobs = { scratch.files(in: "blobs") }
+        let placed = failpoint.hasPrefix("layer") ? layers : blobs
+        if renamedFirst {
+            try await Self.waitFor("the file renamed into place") { placed().count == 1 }
+        } else {
+            // Given time to go wrong: the rename must wait for the fsync.
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(blobs().isEmpty, "a large blob is renamed only once synced")
+        }
+        #expect(throws: StoreError.self, "no row before the fsync returned") {
+            try scratch.store.openLayer(tenant: Scratch.tenant, document: "new", layer: "layer")
+        }
+        try FileManager.default.removeItem(atPath: hold)
+        let result = try await finished
+        #expect(result.status == 0, "\(result.output)")
+        #expect(layers().count == 1 && blobs().count == 1)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "new", layer: "layer")
+        #expect(try layer.annotations().map(\.id) == ["from-server"])
+        if failpoint.hasPrefix("blob") {
+            let stored = try #require(try scratch.store.pdf(tenant: Scratch.tenant, document: "new"))
+            #expect((stored.storedSize > StagedBlob.syncedUnderLockLimit) == !renamedFirst, "\(stored.storedSize)")
+        }
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A layer built in memory (``LayerImage``) is the layer built in its file: the same
+    /// rows and pending changes, in the WAL format, private, and sound.
+    @Test func aLayerBuiltInMemoryIsTheOneBuiltInItsFile() throws {
+        let scratch = try Scratch()
+        let metadata = LayerMetadata(
+            tenant: Scratch.tenant, documentIdentifier: "doc", layerName: "", pdfSHA256: BlobHash.of(Data("x".utf8)),
+            userID: "u", lastServerRevision: 7, epoch: "e")
+        let records = (0..<300).map { ServerRecord(id: "r\($0)", content: note("record \($0)"), revision: 7) }
+        let pending = [
+            PendingChange(sequence: 4, annotationID: "r1", kind: .update, content: note("changed"), createdAt: Date()),
+            PendingChange(sequence: 5, annotationID: "r2", kind: .delete, content: nil, createdAt: Date()),
+            PendingChange(sequence: 6, annotationID: "new", kind: .create, content: note("new"), createdAt: Date()),
+        ]
+        var built: [(LayerMetadata, [Annotation], [PendingChange])] = []
+        for (name, limit) in [("memory", LayerImage.defaultLimit), ("file", 0)] {
+            let path = scratch.root.appendingPathComponent("\(name).sqlite").path
+            try LayerDatabase.create(
+                at: path, key: name, metadata: metadata, records: records, pending: pending, numberChangesAfter: 9,
+                inMemoryLimit: limit)
+            let header = try #require(FileHandle(forReadingAtPath: path)).readData(ofLength: 20)
+            #expect(Array(header.suffix(2)) == [2, 2], "\(name): a WAL database")
+            #expect(!FileSystem.exists(path + "-wal") && !FileSystem.exists(path + "-journal"), "\(name)")
+            #expect(FileSystem.mode(path) == 0o600, "\(name)")
+            let layer = try LayerDatabase(path: path, key: name)
+            #expect(try layer.queue.read { try String.fetchOne($0, sql: "PRAGMA quick_check") } == "ok", "\(name)")
+            built.append(
+                (try layer.metadata(), try layer.annotations(includingDeleted: true), try layer.pendingChanges()))
+            // The floor: the next change is numbered past it.
+            try layer.create(id: "after", content: note("after"))
+            #expect(try layer.pendingChanges().last?.sequence == 10, "\(name)")
+            layer.close()
+        }
+        let (memory, file) = (built[0], built[1])
+        #expect(memory.0.lastServerRevision == 7 && memory.0.pdfSHA256 == metadata.pdfSHA256)
+        #expect(memory.0.epoch == file.0.epoch && memory.0.userID == file.0.userID)
+        #expect(memory.1 == file.1 && memory.1.count == 301)
+        #expect(memory.1.first { $0.id == "r2" }?.isDeleted == true)
+        #expect(memory.2.map(\.sequence) == [4, 5, 6] && memory.2.map(\.annotationID) == file.2.map(\.annotationID))
+    }
+
+    /// The worker's arguments for `command`, creating document "new", layer "layer".
+    private static func arguments(_ command: String, in scratch: Scratch, pdf: Data) throws -> [String] {
+        let tenant = Scratch.tenant.string
+        return switch command {
+        case "download-commit": [command, scratch.root.path, tenant, "new", "layer", try scratch.file(pdf).path]
+        default: [command, scratch.root.path, tenant, "new", "layer"]
+        }
+    }
+
+    private static func waitFor(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(60)
+        while !condition() && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition(), "waited a minute for \(what)")
+    }
+}
