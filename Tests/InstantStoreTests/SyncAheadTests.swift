@@ -42,7 +42,7 @@ import Testing
 
     /// The commit renames a file whose fsync is held (`wait:`) into place, and does not
     /// commit until that fsync returns: the file is there, no row names it yet. A blob
-    /// too large to be synced under the write lock (``StagedBlob/syncedUnderLockLimit``)
+    /// too large to be synced under the write lock (``SyncAhead/waitedUnderLockLimit``)
     /// is synced before it is renamed, as any file replacing another.
     @Test(arguments: [
         ("layer.beforeFsync", 50_000, true), ("blob.beforeFsync", 50_000, true),
@@ -50,7 +50,7 @@ import Testing
     ])
     func theCommitWaitsForWhatItRenamedAhead(failpoint: String, size: Int, renamedFirst: Bool) async throws {
         let scratch = try Scratch()
-        let pdf = samplePDF(seed: 92, size: size)
+        let pdf = size > 1_000_000 ? Self.incompressible(size) : samplePDF(seed: 92, size: size)
         let hold = scratch.root.appendingPathComponent("hold").path
         #expect(FileManager.default.createFile(atPath: hold, contents: nil))
         let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
@@ -69,6 +69,7 @@ import Testing
         #expect(throws: StoreError.self, "no row before the fsync returned") {
             try scratch.store.openLayer(tenant: Scratch.tenant, document: "new", layer: "layer")
         }
+        #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "new") == nil)
         try FileManager.default.removeItem(atPath: hold)
         let result = try await finished
         #expect(result.status == 0, "\(result.output)")
@@ -77,7 +78,7 @@ import Testing
         #expect(try layer.annotations().map(\.id) == ["from-server"])
         if failpoint.hasPrefix("blob") {
             let stored = try #require(try scratch.store.pdf(tenant: Scratch.tenant, document: "new"))
-            #expect((stored.storedSize > StagedBlob.syncedUnderLockLimit) == !renamedFirst, "\(stored.storedSize)")
+            #expect((stored.storedSize > SyncAhead.waitedUnderLockLimit) == !renamedFirst, "\(stored.storedSize)")
         }
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
@@ -105,6 +106,12 @@ import Testing
             #expect(Array(header.suffix(2)) == [2, 2], "\(name): a WAL database")
             #expect(!FileSystem.exists(path + "-wal") && !FileSystem.exists(path + "-journal"), "\(name)")
             #expect(FileSystem.mode(path) == 0o600, "\(name)")
+            // The header as SQLite trusts it: the change counter (24) equals the version it
+            // is valid for (92), so the page count (28) counts, and matches the file.
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let word = { (at: Int) in bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+            let pageSize = bytes[16] == 0 && bytes[17] == 1 ? 65_536 : Int(bytes[16]) << 8 | Int(bytes[17])
+            #expect(word(24) == word(92) && word(28) * pageSize == bytes.count, "\(name)")
             let layer = try LayerDatabase(path: path, key: name)
             #expect(try layer.queue.read { try String.fetchOne($0, sql: "PRAGMA quick_check") } == "ok", "\(name)")
             built.append(
@@ -120,6 +127,73 @@ import Testing
         #expect(memory.1 == file.1 && memory.1.count == 301)
         #expect(memory.1.first { $0.id == "r2" }?.isDeleted == true)
         #expect(memory.2.map(\.sequence) == [4, 5, 6] && memory.2.map(\.annotationID) == file.2.map(\.annotationID))
+    }
+
+    /// A download of the PDF whose stored copy is damaged or flagged: its fsync fails. The
+    /// copy the catalog records is neither replaced nor moved to quarantine before the new
+    /// bytes are durable, so the failure leaves it where its row says, as it was.
+    @Test(arguments: [false, true])
+    func aRecordedCopyIsReplacedOnlyByDurableBytes(flagged: Bool) async throws {
+        let scratch = try Scratch()
+        let pdf = samplePDF(seed: 93)
+        let hash = BlobHash.of(pdf)
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        let blob = scratch.store.layout.blobPath(hash)
+        try flipByte(blob)
+        if flagged { scratch.store.flagBlobCorrupt(hash) }
+        let damaged = try Data(contentsOf: URL(fileURLWithPath: blob))
+        let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
+        let failed = try await runWorker(arguments, failpoint: "blob.beforeFsync=eio")
+        #expect(failed.status == 2 && !failed.signalled, "\(failed.output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == damaged, "the recorded copy stays")
+        #expect(scratch.files(in: "quarantine").isEmpty)
+        let report = try scratch.store.verify(VerifyOptions(deep: true))
+        #expect(!report.remaining.contains { $0.kind == .missingBlob }, "\(report.remaining)")
+
+        let retried = try await runWorker(arguments)
+        #expect(retried.status == 0, "\(retried.output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) != damaged, "replaced by the durable bytes")
+        #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A PDF that a power cut left short in `blobs/` (renamed there while its fsync ran):
+    /// a catalog rebuild does not take it back, it quarantines it; a whole frame it takes.
+    @Test func aRebuildQuarantinesAFrameCutShort() throws {
+        let scratch = try Scratch()
+        let whole = samplePDF(seed: 94, size: 400_000)
+        let cut = Self.incompressible(400_000)
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "whole", from: scratch.file(whole))
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "cut", from: scratch.file(cut))
+        let path = scratch.store.layout.blobPath(BlobHash.of(cut))
+        let file = try POSIXFile.open(path, flags: O_RDONLY)
+        let size = try #require(try FileSystem.fileSize(path))
+        let header = try #require(ZstdFrameHeader(try file.read(count: 18, at: 0)))
+        #expect(try header.isWholeFrame(file, size: size))
+        for shorter in [size - 1, size - 4, size - 5, size / 2, Int64(header.headerSize) + 2] {
+            #expect(try !header.isWholeFrame(file, size: shorter), "\(shorter) of \(size)")
+        }
+        #expect(try !header.isWholeFrame(file, size: size + 1))
+        file.close()
+        #expect(truncate(path, off_t(size / 2)) == 0)
+        scratch.store.close()
+
+        let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(report.blobs == 1 && report.quarantined.count == 1, "\(report)")
+        #expect(try rebuilt.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// Bytes zstd cannot compress: a PDF stored at about its own size.
+    private static func incompressible(_ size: Int) -> Data {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var data = Data("%PDF-1.7\n".utf8)
+        data.reserveCapacity(size + 8)
+        while data.count < size {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            withUnsafeBytes(of: state ^ (state >> 29)) { data.append(contentsOf: $0) }
+        }
+        return data
     }
 
     /// The worker's arguments for `command`, creating document "new", layer "layer".

@@ -220,20 +220,15 @@ struct StagedBlob {
     /// Called before the commit's write lock, so that no long wait for a disk happens under
     /// it: waits for the writer's early sync step still running, if one is, so the fsync
     /// inside the lock finds only the rest to do; for a blob from ``syncingAhead()``, waits
-    /// for that fsync when the blob is large (``syncedUnderLockLimit``). Throws what either met.
+    /// for that fsync when the blob is large (``SyncAhead/waitedUnderLockLimit``). Throws
+    /// what either met.
     func settle() throws(StoreError) {
         if let ahead {
-            if storedSize > Self.syncedUnderLockLimit { try ahead.wait() }
+            if storedSize > SyncAhead.waitedUnderLockLimit { try ahead.wait() }
             return
         }
         try earlySteps?.wait()
     }
-
-    /// The largest blob from ``syncingAhead()`` whose fsync a commit waits for under its
-    /// write lock, after renaming the blob into place (when its name there is new), beside
-    /// its directories' fsyncs: one wait for the disk instead of two in a row. A larger
-    /// one's fsync (mostly its bytes) is waited for before the lock, by ``settle()``.
-    static let syncedUnderLockLimit: Int64 = 1 << 20
 
     /// Whether ``sync()`` only waits for an fsync started ahead (``syncingAhead()``).
     var isSyncedAhead: Bool { ahead != nil }

@@ -63,12 +63,13 @@ extension LayerDatabase {
         _ db: Database, metadata: LayerMetadata, records: [ServerRecord], pending: [PendingChange],
         numberChangesAfter floor: Int64?
     ) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO meta (id, tenant, documentIdentifier, layerName, pdfSha256, userId,
                                   lastServerRevision, removed, createdAt, clientId, epoch)
                 VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 metadata.tenant.string, metadata.documentIdentifier.storedBytes,
                 metadata.layerName.storedBytes, metadata.pdfSHA256?.hex, metadata.userID?.storedBytes,
@@ -93,6 +94,6 @@ extension LayerDatabase {
         if let floor {
             try db.execute(sql: "UPDATE meta SET changeNumberFloor = max(changeNumberFloor, ?)", arguments: [floor])
         }
-        try reapplyPending(db)
+        if !pending.isEmpty { try reapplyPending(db) }
     }
 }

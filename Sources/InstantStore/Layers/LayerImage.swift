@@ -6,6 +6,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 
 /// A new layer file built in memory, then written with one `write` and synced: SQLite
 /// works on a copy of the empty layer's bytes (``LayerTemplate``) that it holds in memory
@@ -35,8 +36,7 @@ enum LayerImage {
     {
         do {
             let template = try LayerTemplate.emptyImage()
-            let queue = try inMemoryQueue()
-            let file = try queue.inDatabase { db in
+            return try withConnection { db in
                 try load(template, into: db)
                 try db.inTransaction {
                     try fill(db)
@@ -44,11 +44,41 @@ enum LayerImage {
                 }
                 return try writeImage(of: db, to: path)
             }
-            try queue.close()
-            return file
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
+    }
+
+    /// In-memory connections kept for the next image (at most ``idleLimit``), each holding
+    /// an empty database: GRDB takes about a quarter of a millisecond to open one, and a
+    /// download builds one image.
+    private static let idle = Mutex<[DatabaseQueue]>([])
+    private static let idleLimit = 4
+
+    /// Runs `body` on an in-memory connection of its own, kept afterwards for the next
+    /// call unless `body` failed (its state is not known then).
+    private static func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
+        let kept = idle.withLock { $0.popLast() }
+        let queue = try kept ?? inMemoryQueue()
+        let result: T
+        do {
+            result = try queue.inDatabase { db in
+                let result = try body(db)
+                // The image's memory goes back now, not when the connection is next used.
+                try load([], into: db)
+                return result
+            }
+        } catch {
+            try? queue.close()
+            throw error
+        }
+        let closing = idle.withLock { idle -> DatabaseQueue? in
+            guard idle.count < idleLimit else { return queue }
+            idle.append(queue)
+            return nil
+        }
+        try closing?.close()
+        return result
     }
 
     /// A database connection of its own, in memory.

@@ -164,9 +164,13 @@ enum CatalogRebuild {
         for relative in files.blobs {
             let name = (relative as NSString).lastPathComponent
             let path = layout.absolute(relative)
+            // A frame cut short (a power cut can leave one: a download's PDF is renamed
+            // into blobs/ while its fsync runs) is not taken back: quarantined.
+            let file = try POSIXFile.open(path, flags: O_RDONLY)
             guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
-                let header = ZstdFrameHeader(try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)),
-                let size = header.contentSize, header.hasChecksum, size > 0
+                let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),
+                let size = header.contentSize, header.hasChecksum, size > 0,
+                try header.isWholeFrame(file, size: stored)
             else {
                 toQuarantine.append(relative)
                 continue

@@ -70,7 +70,8 @@ extension InstantStore {
     /// This runs for every ingest, so it keeps to cached statements, and each fsync runs on
     /// another core while catalog rows are read or written. The order the invariants need
     /// still holds: every file's fsync and its directory's return before the transaction
-    /// commits, and a file replaces another in `blobs/` only once its bytes are durable. A
+    /// commits, and a file replaces a copy the catalog records only once its bytes are
+    /// durable (a copy no row names is garbage, and may be replaced before). A
     /// download's files (a blob from ``StagedBlob/syncingAhead()``, a staged layer) may be
     /// renamed to a new name while their fsyncs, started earlier, still run: until the
     /// commit nothing reads them there, and a power cut leaves orphans, never a row.
@@ -103,6 +104,7 @@ extension InstantStore {
         // The writer's early sync step still under way (or a large blob's fsync), waited for
         // outside the write lock.
         try staged.settle()
+        try layer?.settle()
         let path = layout.blobPath(hash)
         // Checked before the write lock is taken (it reads files); the transaction trusts
         // the result only while the stored file is still the one checked.
@@ -150,6 +152,11 @@ extension InstantStore {
             var directories: [String] = []
             var syncsParent = false
             if !intact {
+                // A copy the catalog records (damaged, or flagged) is replaced, or moved to
+                // quarantine, only once the bytes that replace it are durable, before anything
+                // moves: its row is durable. A new name may come before they are, as nothing
+                // commits before both.
+                if staged.isSyncedAhead, recordedSize != nil { try staged.sync() }
                 // A new fan-out directory is synced into its parent beside the insert below;
                 // so is one found there that this handle has not synced yet (a commit that
                 // died or failed may have made it without the parent's sync).
@@ -166,10 +173,6 @@ extension InstantStore {
                     // A reader found this copy bad: kept as evidence, not overwritten.
                     _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
                 }
-                // A copy recorded in the catalog is replaced by durable bytes only (its row is
-                // durable already); a new name may come before the bytes are, as the
-                // transaction commits only after both.
-                if staged.isSyncedAhead, recordedSize != nil { try staged.sync() }
                 try Failpoint.check("blob.beforeRename")
                 claimFile = try self.place(claim, at: path, hash: hash)
                 if let claimFile { name = claimFile.path }
@@ -178,36 +181,41 @@ extension InstantStore {
                 directories.append(directory)
             }
             let layerPath = try layer.map { (layer) throws(StoreError) in try self.placeLayer(layer, pdf: hash) }
-            // Here: the blob's row, then layers/ synced, then the blob's own fsync waited
-            // for (the layer file's is, by recordLayer); beside them, the blob's directories,
-            // each synced on a thread of its own (a new fan-out directory's entry in its
-            // parent and the blob's entry in it are independent: both are durable before
-            // the commit, whichever comes first).
-            let here = { () throws(StoreError) in
-                if !intact { try self.recordBlob(staged, in: db) }
-                if layer != nil { try FileSystem.syncDirectory(self.layout.layersDirectory) }
-                // The fsync started ahead, under way while the blob was renamed.
+
+            if layerPath != nil { directories.append(self.layout.layersDirectory) }
+            // Here, every row the commit writes, then the fsyncs started ahead waited for
+            // (the layer file's by recordLayer, the blob's last); beside them, the new
+            // entries' directories, each synced on a thread of its own (a new fan-out
+            // directory's entry in its parent and the blob's entry in it are independent).
+            // All are durable before the transaction commits, whatever their order.
+            var layerKeys: [String] = []
+            let here = { () throws(any Error) in
+                if !intact {
+                    try self.recordBlob(staged, in: db)
+                    if flagged {
+                        try db.execute(
+                            sql: "UPDATE document SET corrupt = 0 WHERE blobSha256 = ? AND corrupt",
+                            arguments: [hash.hex])
+                    }
+                    try Failpoint.check("blob.afterInsert")
+                }
+                try self.catalog.adjustReference(from: documentRow.blobSha256, to: hash.hex, in: db)
+                try db.cachedStatement(
+                    sql: "UPDATE document SET blobSha256 = ?, corrupt = 0, lastUsedAt = ? WHERE id = ?"
+                ).execute(arguments: [hash.hex, Date(), documentID])
+                layerKeys = try String.fetchAll(
+                    db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
+                if let layer, let layerPath {
+                    try self.recordLayer(layer, at: layerPath, documentID: documentID, in: db)
+                }
                 if !intact, staged.isSyncedAhead { try staged.sync() }
             }
             if directories.isEmpty {
                 try here()
             } else {
-                try Parallel.bothWaiting(here, { () throws(StoreError) in try FileSystem.syncDirectories(directories) })
+                try Parallel.bothWaiting(here, { () throws(any Error) in try FileSystem.syncDirectories(directories) })
                 if syncsParent { self.syncedFanOuts.withLock { _ = $0.insert(directory) } }
             }
-            if !intact {
-                if flagged {
-                    try db.execute(
-                        sql: "UPDATE document SET corrupt = 0 WHERE blobSha256 = ? AND corrupt", arguments: [hash.hex])
-                }
-                try Failpoint.check("blob.afterInsert")
-            }
-            try self.catalog.adjustReference(from: documentRow.blobSha256, to: hash.hex, in: db)
-            try db.cachedStatement(sql: "UPDATE document SET blobSha256 = ?, corrupt = 0, lastUsedAt = ? WHERE id = ?")
-                .execute(arguments: [hash.hex, Date(), documentID])
-            let layerKeys = try String.fetchAll(
-                db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
-            if let layer, let layerPath { try self.recordLayer(layer, at: layerPath, documentID: documentID, in: db) }
             try Failpoint.check("blob.beforeCommitTransaction")
             return (intact, layerKeys)
         }

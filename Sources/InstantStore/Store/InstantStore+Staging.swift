@@ -36,7 +36,7 @@ extension InstantStore {
         // On failure, `staged` goes out of scope and removes what was written.
         let synced = try LayerDatabase.create(
             at: staging.path, key: staging.key, metadata: metadata, records: snapshot, syncingAhead: true)
-        staged.syncing(synced)
+        staged.syncing(synced, size: try FileSystem.fileSize(staging.path) ?? 0)
         return staged
     }
 
@@ -88,6 +88,7 @@ extension InstantStore {
         _ staged: StagedLayer, requiringPDF: Bool = false, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) {
         try Failpoint.check("layer.beforeCommit")
+        try staged.settle()
         try catalog.write(durability: isOrigin ? .synced : .deferred) { db in
             try Self.refuseIfWithdrawn(withdrawn, document: staged.document, layer: staged.layer)
             if requiringPDF {
@@ -175,9 +176,9 @@ public final class StagedLayer: Sendable {
     let annotationCount: Int
     let pdf: BlobHash?
     private let state = Mutex((committed: false, placed: false, landed: false, cleanedUp: false))
-    /// The file's fsync, started when it was written; nil once waited for, or when the file
-    /// was synced before it was staged.
-    private let sync = Mutex<SyncAhead?>(nil)
+    /// The file's fsync, started when it was written, and the file's size; nil once waited
+    /// for, or when the file was synced before it was staged.
+    private let sync = Mutex<(ahead: SyncAhead, size: Int64)?>(nil)
 
     /// The layer's file key (its name under `layers/`).
     public var key: String { staging.key }
@@ -195,16 +196,23 @@ public final class StagedLayer: Sendable {
         self.pdf = pdf
     }
 
-    /// The file's fsync, started when it was written.
-    func syncing(_ ahead: SyncAhead?) {
-        sync.withLock { $0 = ahead }
+    /// The file's fsync, started when it was written (`size` bytes).
+    func syncing(_ ahead: SyncAhead?, size: Int64) {
+        sync.withLock { $0 = ahead.map { ($0, size) } }
     }
 
     /// Returns once the file is durable; throws what its fsync met.
     func waitUntilSynced() throws(StoreError) {
-        guard let ahead = sync.withLock({ $0 }) else { return }
+        guard let (ahead, _) = sync.withLock({ $0 }) else { return }
         try ahead.wait()
         sync.withLock { $0 = nil }
+    }
+
+    /// Called before the commit's write lock: waits for the file's fsync when the file is
+    /// large (``SyncAhead/waitedUnderLockLimit``), so that the lock is not held through it.
+    func settle() throws(StoreError) {
+        guard let (_, size) = sync.withLock({ $0 }), size > SyncAhead.waitedUnderLockLimit else { return }
+        try waitUntilSynced()
     }
 
     /// Claims the one commit (before the rename, inside the catalog transaction).

@@ -41,6 +41,12 @@ struct SyncAhead: Sendable {
         }
     }
 
+    /// The largest file whose fsync started ahead a commit waits for under its write lock,
+    /// after renaming the file to its new name, beside the directories' fsyncs: one wait
+    /// for the disk instead of two in a row. A larger one's fsync (mostly its bytes, which
+    /// take longer) is waited for before the lock, which other processes wait for.
+    static let waitedUnderLockLimit: Int64 = 1 << 20
+
     /// Returns once the fsync is done; throws what it (or the step before it) met.
     func wait() throws(StoreError) {
         if let failure = pending.wait() { throw failure }
