@@ -88,7 +88,8 @@ do {
     case "download-commit":  // TENANT DOC LAYER FILE: a download's store steps, its layer staged while the PDF comes
         let bytes = try Data(contentsOf: URL(fileURLWithPath: argument(3)))
         let (tenant, hash) = (try TenantURL(argument(0)), BlobHash.of(bytes))
-        let ingest = try store.beginPDFIngest(expectedSize: Int64(bytes.count), expectedHash: hash)
+        let files = try store.reserveDownloadFiles()
+        let ingest = try store.beginPDFIngest(expectedSize: Int64(bytes.count), expectedHash: hash, files: files)
         let staged = try store.stageLayer(
             tenant: tenant, document: argument(1), layer: argument(2), userID: "worker",
             snapshot: [
@@ -96,7 +97,7 @@ do {
                     id: "from-server",
                     content: Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8),
                     revision: 1)
-            ], revision: 1, epoch: "e1", pdf: hash)
+            ], revision: 1, epoch: "e1", pdf: hash, files: files)
         try bytes.withUnsafeBytes { raw in try ingest.append(raw) }
         try await ingest.seal()
         let stored = try await ingest.commit(with: staged)

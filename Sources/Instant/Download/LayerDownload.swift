@@ -63,15 +63,19 @@ struct LayerDownload {
     typealias LayerStage = Task<(staged: StagedLayer, annotationCount: Int), any Error>
 
     private func runOnce() async throws -> InstantDownloadReport {
-        // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
-        // known, the layer file is written (and synced) while the PDF's bytes stream in.
+        // The files the download writes are made while its requests are out; the snapshot
+        // comes while the PDF's answer is awaited; once the PDF's hash is known, the layer
+        // file is written (and synced) while the PDF's bytes stream in.
+        let files = Task { try await store.reserveDownloadFilesInBackground() }
         let snapshotTask = Task { try await fetchSnapshot() }
         defer { snapshotTask.cancel() }
         let pdf = try await startPDF()
-        let layerStage: LayerStage = Task { try await stage(try await Self.value(of: snapshotTask), pdf: pdf.hash) }
+        let layerStage: LayerStage = Task {
+            try await stage(try await Self.value(of: snapshotTask), pdf: pdf.hash, files: try await files.value)
+        }
         let transferred: Int64
         do {
-            transferred = try await finish(pdf, layerStage: layerStage)
+            transferred = try await finish(pdf, layerStage: layerStage, files: files)
         } catch {
             // Waited for, and its file removed here, before the failure is reported (not
             // left to the staged layer's deinit: the commit's thread may still hold it).
@@ -85,7 +89,9 @@ struct LayerDownload {
     }
 
     /// Commits the layer with its PDF, once both are in; returns the PDF bytes moved.
-    private func finish(_ pdf: PDFStart, layerStage: LayerStage) async throws -> Int64 {
+    private func finish(_ pdf: PDFStart, layerStage: LayerStage, files: Task<DownloadFiles, any Error>) async throws
+        -> Int64
+    {
         switch pdf {
         case .stored:
             // The PDF is in the store already: the layer alone is committed, and only if
@@ -102,7 +108,7 @@ struct LayerDownload {
             return 0
         case .coming(let response, _):
             // The PDF and the layer are committed in one transaction, once the PDF is in.
-            return try await ingest(response, layer: layerStage)
+            return try await ingest(response, layer: layerStage, files: try await files.value)
         }
     }
 
@@ -139,12 +145,12 @@ struct LayerDownload {
     }
 
     /// The layer file, written in `tmp/`, and how many annotations it holds.
-    private func stage(_ snapshot: Snapshot, pdf: BlobHash) async throws -> (
+    private func stage(_ snapshot: Snapshot, pdf: BlobHash, files: DownloadFiles) async throws -> (
         staged: StagedLayer, annotationCount: Int
     ) {
         let staged = try await store.stageLayerInBackground(
             tenant: tenant, document: document, layer: layer, userID: jwt.userID, snapshot: snapshot.records,
-            revision: snapshot.revision, epoch: snapshot.epoch, pdf: pdf)
+            revision: snapshot.revision, epoch: snapshot.epoch, pdf: pdf, files: files)
         return (staged, snapshot.records.count)
     }
 
@@ -220,7 +226,8 @@ struct LayerDownload {
     /// resumes with `Range` from the PDF offset reached (a broken frame goes on as plain
     /// bytes: ranges are of the PDF). Returns the bytes that came over the network.
     private func ingest(
-        _ response: HTTPClientResponse, layer: LayerStage, resumes: Int = 0, frameAllowed: Bool = true
+        _ response: HTTPClientResponse, layer: LayerStage, files: DownloadFiles? = nil, resumes: Int = 0,
+        frameAllowed: Bool = true
     ) async throws -> Int64 {
         guard response.status == .ok else {
             throw InstantError(.invalidServerData, "the PDF download answered \(response.status.code)")
@@ -235,7 +242,8 @@ struct LayerDownload {
         // The length of what this response carries: the frame, or the PDF.
         var length = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let length, length < Int64.max { progress.totalUnitCount = length + 1 }  // the last unit: the snapshot
-        let ingest = try store.beginPDFIngest(zstdFrame: encoding == "zstd", expectedSize: length, expectedHash: hash)
+        let ingest = try store.beginPDFIngest(
+            zstdFrame: encoding == "zstd", expectedSize: length, expectedHash: hash, files: files)
         var body = response.body.makeAsyncIterator()
         var taken: Int64 = 0  // of this response's representation (frame or PDF)
         var received: Int64 = 0

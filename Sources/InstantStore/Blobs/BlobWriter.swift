@@ -27,14 +27,15 @@ final class BlobWriter {
     private var batchCount = 0
     private(set) var size: Int64 = 0
 
-    init(layout: StoreLayout, expectedSize: Int64?) throws(StoreError) {
+    /// `file`: a locked temp file made ahead (``DownloadFiles``), or nil to make one.
+    init(layout: StoreLayout, expectedSize: Int64?, file given: POSIXFile? = nil) throws(StoreError) {
         self.layout = layout
         self.expectedSize = expectedSize
         // A stream of unknown size is copied once more at its end (recordContentSize): the
         // copy is what is committed, synced whole.
         early = EarlySync(enabled: expectedSize != nil)
         batch = .allocate(byteCount: Self.batchSize, alignment: 16)
-        file = try BlobWriter.lockedTempFile(layout)
+        if let given { file = given } else { file = try BlobWriter.lockedTempFile(layout) }
         let (target, early) = (file, early)
         var written: Int64 = 0
         do {

@@ -26,11 +26,12 @@ final class FrameWriter {
     /// than PDFs compress, far less than a decompression bomb (zstd reaches ~32,000×).
     static let maximumRatio: Int64 = 1000
 
-    init(layout: StoreLayout, expectedFrameSize: Int64?) throws(StoreError) {
+    /// `file`: a locked temp file made ahead (``DownloadFiles``), or nil to make one.
+    init(layout: StoreLayout, expectedFrameSize: Int64?, file given: POSIXFile? = nil) throws(StoreError) {
         self.layout = layout
         self.expectedFrameSize = expectedFrameSize
         decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
-        file = try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob"))
+        if let given { file = given } else { file = try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob")) }
     }
 
     deinit { if !finished { discard() } }

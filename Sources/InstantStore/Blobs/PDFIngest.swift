@@ -5,7 +5,7 @@ import Foundation
 /// again). A frame transfer that breaks can go on as plain bytes from the PDF offset it
 /// reached (``continueWithPlainBytes()``), so a resumed download moves no byte twice.
 ///
-/// Get one from ``InstantStore/beginPDFIngest(zstdFrame:expectedSize:expectedHash:)``; use
+/// Get one from ``InstantStore/beginPDFIngest(zstdFrame:expectedSize:expectedHash:files:)``; use
 /// it from one task at a time. Nothing is stored unless a commit succeeds (a commit that
 /// fails after renaming its file into place leaves an orphan the next prune removes).
 ///
@@ -31,13 +31,15 @@ public final class PDFIngest: @unchecked Sendable {
     /// Committed or discarded: nothing is left to remove when the ingest goes away.
     private var ended = false
 
-    init(store: InstantStore, zstdFrame: Bool, expectedSize: Int64?, expectedHash: BlobHash?) throws(StoreError) {
+    init(
+        store: InstantStore, zstdFrame: Bool, expectedSize: Int64?, expectedHash: BlobHash?, file: POSIXFile? = nil
+    ) throws(StoreError) {
         self.store = store
         self.expectedHash = expectedHash
         mode =
             zstdFrame
-            ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize))
-            : .plain(try BlobWriter(layout: store.layout, expectedSize: expectedSize))
+            ? .frame(try FrameWriter(layout: store.layout, expectedFrameSize: expectedSize, file: file))
+            : .plain(try BlobWriter(layout: store.layout, expectedSize: expectedSize, file: file))
     }
 
     /// An ingest given up without ``discard()`` (its task cancelled, say) removes its files
@@ -213,9 +215,14 @@ extension InstantStore {
     ///   - expectedSize: the announced length (of the frame, when `zstdFrame`); another
     ///     length is refused.
     ///   - expectedHash: the announced SHA-256 of the PDF (an ETag); other bytes are refused.
-    public func beginPDFIngest(zstdFrame: Bool = false, expectedSize: Int64? = nil, expectedHash: BlobHash? = nil)
-        throws(StoreError) -> PDFIngest
-    {
-        try PDFIngest(store: self, zstdFrame: zstdFrame, expectedSize: expectedSize, expectedHash: expectedHash)
+    ///   - files: files made ahead for a download: its PDF's temp file is taken from them
+    ///     (when still there), rather than made now.
+    public func beginPDFIngest(
+        zstdFrame: Bool = false, expectedSize: Int64? = nil, expectedHash: BlobHash? = nil,
+        files: DownloadFiles? = nil
+    ) throws(StoreError) -> PDFIngest {
+        try PDFIngest(
+            store: self, zstdFrame: zstdFrame, expectedSize: expectedSize, expectedHash: expectedHash,
+            file: files?.takeBlob())
     }
 }

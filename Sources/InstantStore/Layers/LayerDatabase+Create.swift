@@ -14,38 +14,46 @@ extension LayerDatabase {
     /// With `syncingAhead`, the file's fsync is started as this returns rather than waited
     /// for (a download's layer, synced while its PDF arrives): the fsync returned must then
     /// be waited for before the file's row commits (``StagedLayer/waitUntilSynced()``).
+    ///
+    /// `file`: the file at `path`, made ahead, empty and open (``DownloadFiles``); nil to
+    /// make it (`path` must not exist). Closed when this returns.
     @discardableResult
     static func create(
         at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord],
         pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil,
-        inMemoryLimit: Int = LayerImage.defaultLimit, syncingAhead: Bool = false
+        inMemoryLimit: Int = LayerImage.defaultLimit, syncingAhead: Bool = false, file given: POSIXFile? = nil
     ) throws(StoreError) -> SyncAhead? {
+        defer { given?.close() }
         for record in records { try AnnotationContent.validate(record.content) }
+        // Mode 0600, so SQLite's `-wal` and `-shm`, which take the database's mode, keep a
+        // user's annotations private.
+        let file: POSIXFile
+        if let given { file = given } else { file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL) }
+        defer { file.close() }
         let fill = { (db: Database) throws in
             try fillNewLayer(db, metadata: metadata, records: records, pending: pending, numberChangesAfter: floor)
         }
         let size =
             records.reduce(0) { $0 + $1.content.count + $1.id.utf8.count }
             + pending.reduce(0) { $0 + ($1.content?.count ?? 0) + $1.annotationID.utf8.count }
-        let file: POSIXFile
         if size <= inMemoryLimit {
-            file = try LayerImage.write(at: path, key: key, fill)
+            try LayerImage.write(into: file, key: key, fill)
         } else {
-            try buildInFile(at: path, key: key, fill)
-            file = try POSIXFile.open(path, flags: O_RDWR)
+            try buildInFile(file, key: key, fill)
         }
-        defer { file.close() }
         if syncingAhead { return SyncAhead(file, failpoint: "layer.beforeFsync") }
         try Failpoint.check("layer.beforeFsync", path: path)
         try file.sync()
         return nil
     }
 
-    /// Builds a layer in its file (in the rollback format, then switched to WAL).
-    private static func buildInFile(at path: String, key: String, _ fill: (Database) throws -> Void)
+    /// Builds a layer in its file, empty so far (in the rollback format, then switched to
+    /// WAL).
+    private static func buildInFile(_ file: POSIXFile, key: String, _ fill: (Database) throws -> Void)
         throws(StoreError)
     {
-        try LayerTemplate.writeEmptyLayer(at: path, key: key)
+        let path = file.path
+        try LayerTemplate.writeEmptyLayer(into: file, key: key)
         do {
             // No sync per commit while the file is built in tmp/: nobody sees it until the
             // one fsync below has made all of it durable.

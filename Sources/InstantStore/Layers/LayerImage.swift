@@ -18,7 +18,7 @@ import Synchronization
 /// a small download's commit waits for; in memory it costs a fraction of that.
 ///
 /// ```swift
-/// let file = try LayerImage.write(at: tmpPath, key: key) { db in
+/// try LayerImage.write(into: file, key: key) { db in
 ///     try db.execute(sql: "INSERT INTO meta (id, tenant, …) VALUES (1, ?, …)", arguments: […])
 /// }
 /// try file.sync()
@@ -28,21 +28,19 @@ enum LayerImage {
     /// A larger one is built in its file, so that memory stays bounded by its records.
     static let defaultLimit = 16 << 20
 
-    /// Creates `path` (which must not exist; mode 0600) as a layer file: the empty schema,
-    /// then whatever `fill` writes, in one transaction. Returns the file, open and not
-    /// synced. On failure, what was written at `path` is left for the caller to remove.
-    static func write(at path: String, key: String, _ fill: (Database) throws -> Void) throws(StoreError)
-        -> POSIXFile
-    {
+    /// Writes a layer into `file` (new and empty): the empty schema, then whatever `fill`
+    /// writes, in one transaction. Not synced. On failure, what was written is left for
+    /// the caller to remove.
+    static func write(into file: POSIXFile, key: String, _ fill: (Database) throws -> Void) throws(StoreError) {
         do {
             let template = try LayerTemplate.emptyImage()
-            return try withConnection { db in
+            try withConnection { db in
                 try load(template, into: db)
                 try db.inTransaction {
                     try fill(db)
                     return .commit
                 }
-                return try writeImage(of: db, to: path)
+                try writeImage(of: db, into: file)
             }
         } catch {
             throw LayerDatabase.map(error, key: key)
@@ -128,18 +126,17 @@ enum LayerImage {
         return try body(UnsafeRawBufferPointer(start: bytes, count: Int(size)))
     }
 
-    /// Writes the database's image to a new file at `path`, marked WAL; returns it open.
-    private static func writeImage(of db: Database, to path: String) throws -> POSIXFile {
+    /// Writes the database's image into `file`, marked WAL.
+    private static func writeImage(of db: Database, into file: POSIXFile) throws {
         try withImage(of: db) { image in
             // Bytes 18 and 19 of the header are the file format's write and read versions;
-            // 2 is WAL. That is all `PRAGMA journal_mode = WAL` changes in a database file.
+            // 2 is WAL: what makes a file a WAL database (`PRAGMA journal_mode = WAL` would
+            // also bump the change counter, which WAL does not use).
             var header = Array(image[0..<100])
             header[18] = 2
             header[19] = 2
-            let file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL)
             try file.write(contentsOf: header)
             try file.write(UnsafeRawBufferPointer(rebasing: image[100...]))
-            return file
         }
     }
 

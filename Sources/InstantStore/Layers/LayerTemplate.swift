@@ -9,7 +9,7 @@ import Synchronization
 /// the migrator's schema work (1–2 ms per layer).
 ///
 /// ```swift
-/// try LayerTemplate.writeEmptyLayer(at: tmpPath, key: key)
+/// try LayerTemplate.writeEmptyLayer(into: file, key: key)
 /// let queue = try LayerDatabase.openStagingQueue(path: tmpPath, key: key)
 /// ```
 enum LayerTemplate {
@@ -31,14 +31,10 @@ enum LayerTemplate {
         }
     }
 
-    /// Creates `path` (which must not exist; mode 0600, so SQLite's `-wal` and `-shm`, which
-    /// take the database's mode, keep a user's annotations private) as an empty layer
-    /// file, not synced.
-    static func writeEmptyLayer(at path: String, key: String) throws(StoreError) {
+    /// Writes an empty layer into `file` (new and empty), not synced.
+    static func writeEmptyLayer(into file: POSIXFile, key: String) throws(StoreError) {
         let bytes: [UInt8]
         do { bytes = try emptyImage() } catch { throw LayerDatabase.map(error, key: key) }
-        let file = try POSIXFile.open(path, flags: O_RDWR | O_CREAT | O_EXCL)
-        defer { file.close() }
         try file.write(contentsOf: bytes)
     }
 }

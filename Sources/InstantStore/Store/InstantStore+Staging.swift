@@ -19,14 +19,20 @@ extension InstantStore {
     /// The file's fsync is started as this returns, and runs while the caller goes on (a
     /// download's PDF arrives): the commit waits for it after renaming the file into
     /// `layers/`, beside the directory's fsync, and before its transaction commits.
+    ///
+    /// `files`: files made ahead for a download; the layer file is taken from them (when
+    /// still there) rather than made now.
     public func stageLayer(
         tenant: TenantURL, document: String, layer: String, userID: String? = nil,
-        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?
+        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?,
+        files: DownloadFiles? = nil
     ) throws(StoreError) -> StagedLayer {
         try Identifier.validate(document, what: "document identifier")
         try Identifier.validate(layer, what: "layer name")
         if let userID { try Identifier.validate(userID, what: "user id") }
-        let staging = try LayerStaging(layout)
+        let reserved = files?.takeLayer()
+        let staging: LayerStaging
+        if let reserved { staging = reserved.staging } else { staging = try LayerStaging(layout) }
         let staged = StagedLayer(
             staging: staging, tenant: tenant, document: document, layer: layer, userID: userID,
             annotationCount: snapshot.count, pdf: pdf)
@@ -35,24 +41,26 @@ extension InstantStore {
             lastServerRevision: revision, epoch: epoch)
         // On failure, `staged` goes out of scope and removes what was written.
         let synced = try LayerDatabase.create(
-            at: staging.path, key: staging.key, metadata: metadata, records: snapshot, syncingAhead: true)
+            at: staging.path, key: staging.key, metadata: metadata, records: snapshot, syncingAhead: true,
+            file: reserved?.file)
         staged.syncing(synced, size: try FileSystem.fileSize(staging.path) ?? 0)
         return staged
     }
 
-    /// ``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)`` on a dispatch
+    /// ``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:files:)`` on a dispatch
     /// thread, off Swift's cooperative pool: writing and syncing the file blocks for a
     /// millisecond or more, and on a machine with few cores a blocked cooperative thread
     /// holds up every other task (a download's PDF, which streams in meanwhile, and a
     /// server in the same process).
     public func stageLayerInBackground(
         tenant: TenantURL, document: String, layer: String, userID: String? = nil,
-        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?
+        snapshot: [ServerRecord] = [], revision: Int64 = 0, epoch: String? = nil, pdf: BlobHash?,
+        files: DownloadFiles? = nil
     ) async throws -> StagedLayer {
         try await Offload.run {
             try self.stageLayer(
                 tenant: tenant, document: document, layer: layer, userID: userID, snapshot: snapshot,
-                revision: revision, epoch: epoch, pdf: pdf)
+                revision: revision, epoch: epoch, pdf: pdf, files: files)
         }
     }
 
@@ -164,7 +172,7 @@ extension InstantStore {
     }
 }
 
-/// A layer file written in `tmp/` by ``InstantStore/stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``,
+/// A layer file written in `tmp/` by ``InstantStore/stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:files:)``,
 /// waiting for ``InstantStore/commitLayer(_:)``. Released without a commit, it removes
 /// its file (a process killed first leaves it to the sweep of dead temp files).
 public final class StagedLayer: Sendable {

@@ -106,7 +106,7 @@ public final class InstantStore: Sendable {
 
     /// Creates a layer from a server snapshot (taken at `revision` of `epoch`). The layer
     /// file is written completely in `tmp/` and appears in the catalog, with its document
-    /// and the document's PDF, in one transaction. (``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:)``
+    /// and the document's PDF, in one transaction. (``stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:files:)``
     /// and ``commitLayer(_:)`` do the same in two steps, so the file can be written while
     /// the PDF downloads.)
     @discardableResult
