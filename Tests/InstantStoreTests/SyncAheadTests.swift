@@ -184,6 +184,62 @@ import Testing
         #expect(try rebuilt.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// Every frame the store writes passes the walk a rebuild makes: PDFs of every size
+    /// class of the frame header's content size (1, 2, 4 bytes), run-length blocks (a PDF
+    /// of one repeated byte), incompressible ones, and a stream of unknown size (its frame
+    /// rewritten to record its size).
+    @Test func everyFrameTheStoreWritesIsWhole() async throws {
+        let scratch = try Scratch()
+        let pdfs: [Data] = [
+            Data("%PDF-1.7\n%%EOF\n".utf8), samplePDF(seed: 97, size: 300), samplePDF(seed: 98, size: 70_000),
+            Data("%PDF-1.7\n".utf8) + Data(repeating: 0x20, count: 400_000), Self.incompressible(300_000),
+            samplePDF(seed: 99, size: 3_000_000),
+        ]
+        for (index, pdf) in pdfs.enumerated() {
+            try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d\(index)", from: scratch.file(pdf))
+        }
+        let stream = try scratch.store.beginPDFIngest()
+        let streamed = samplePDF(seed: 100, size: 500_000)
+        try streamed.withUnsafeBytes { try stream.append($0) }
+        _ = try await stream.commit(tenant: Scratch.tenant, document: "streamed")
+        let blobs = scratch.files(in: "blobs")
+        #expect(blobs.count == pdfs.count + 1)
+        for relative in blobs {
+            let path = scratch.root.appendingPathComponent("blobs/" + relative).path
+            let file = try POSIXFile.open(path, flags: O_RDONLY)
+            defer { file.close() }
+            let size = try #require(try FileSystem.fileSize(path))
+            let header = try #require(ZstdFrameHeader(try file.read(count: 18, at: 0)))
+            #expect(try header.isWholeFrame(file, size: size), "\(relative), \(size) bytes")
+        }
+    }
+
+    /// A download replacing a flagged copy, killed between linking its bytes beside the
+    /// copy and renaming them over it: the copy is still at its path (its evidence linked
+    /// into quarantine/ too), never a row without its file.
+    @Test func aFlaggedCopyKeepsItsPathUntilReplaced() async throws {
+        let scratch = try Scratch()
+        let pdf = samplePDF(seed: 101)
+        let hash = BlobHash.of(pdf)
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        let blob = scratch.store.layout.blobPath(hash)
+        try flipByte(blob)
+        scratch.store.flagBlobCorrupt(hash)
+        let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
+        let killed = try await runWorker(arguments, failpoint: "blob.swapLinked")
+        #expect(killed.signalled, "\(killed.output)")
+        #expect(FileSystem.exists(blob), "the flagged copy keeps its path")
+        #expect(scratch.files(in: "quarantine").count == 1, "its evidence, linked")
+        let report = try scratch.store.verify(VerifyOptions(deep: true))
+        #expect(!report.remaining.contains { $0.kind == .missingBlob }, "\(report.remaining)")
+
+        let retried = try await runWorker(arguments)
+        #expect(retried.status == 0, "\(retried.output)")
+        #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     /// Bytes zstd cannot compress: a PDF stored at about its own size.
     private static func incompressible(_ size: Int) -> Data {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15

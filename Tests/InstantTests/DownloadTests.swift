@@ -122,6 +122,22 @@ import Testing
         }
     }
 
+    /// A download that fails at its first answer (no such document on the server) leaves
+    /// no file: those it made ahead are removed before its failure is reported.
+    @Test func aDownloadThatFailsAtOnceLeavesNoFile() async throws {
+        try await ClientHarness.with { h in
+            let client = try h.client()
+            let token = try await h.jwt("nowhere")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            #expect(await failure(of: try descriptor.download(usingJWT: token)) != nil)
+            #expect(try Self.temporaryFiles(h).isEmpty)
+        }
+    }
+
+    private static func temporaryFiles(_ h: ClientHarness) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: h.root.appendingPathComponent("tmp").path)
+    }
+
     @Test func bytesThatDoNotMatchTheETagFailAndLeaveNothing() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", incompressiblePDF(Self.pdfSize))
@@ -139,6 +155,7 @@ import Testing
             #expect(descriptor.documentState == .unknown)
             let store = try InstantStore(root: h.root)
             #expect(try store.pdf(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc") == nil)
+            #expect(try Self.temporaryFiles(h).isEmpty, "the files made ahead went with the download")
             // A clean attempt then works.
             try await descriptor.download(usingJWT: token).result()
             #expect(descriptor.isDownloaded)

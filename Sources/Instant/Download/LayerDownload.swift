@@ -63,10 +63,21 @@ struct LayerDownload {
     typealias LayerStage = Task<(staged: StagedLayer, annotationCount: Int), any Error>
 
     private func runOnce() async throws -> InstantDownloadReport {
-        // The files the download writes are made while its requests are out; the snapshot
-        // comes while the PDF's answer is awaited; once the PDF's hash is known, the layer
-        // file is written (and synced) while the PDF's bytes stream in.
+        // The files the download writes are made while its requests are out.
         let files = Task { try await store.reserveDownloadFilesInBackground() }
+        do {
+            return try await runOnce(files: files)
+        } catch {
+            // Made, and removed with this call (what was not taken), before the failure is
+            // reported: none appears in tmp/ afterwards.
+            _ = await files.result
+            throw error
+        }
+    }
+
+    private func runOnce(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
+        // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
+        // known, the layer file is written (and synced) while the PDF's bytes stream in.
         let snapshotTask = Task { try await fetchSnapshot() }
         defer { snapshotTask.cancel() }
         let pdf = try await startPDF()

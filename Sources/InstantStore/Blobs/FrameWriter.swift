@@ -30,8 +30,14 @@ final class FrameWriter {
     init(layout: StoreLayout, expectedFrameSize: Int64?, file given: POSIXFile? = nil) throws(StoreError) {
         self.layout = layout
         self.expectedFrameSize = expectedFrameSize
-        decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
         if let given { file = given } else { file = try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob")) }
+        do {
+            decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
+        } catch {
+            try? FileSystem.remove(file.path)
+            file.close()
+            throw error
+        }
     }
 
     deinit { if !finished { discard() } }

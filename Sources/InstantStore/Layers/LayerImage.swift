@@ -75,7 +75,8 @@ enum LayerImage {
             idle.append(queue)
             return nil
         }
-        try closing?.close()
+        // Closing only frees it: the image is written either way.
+        try? closing?.close()
         return result
     }
 

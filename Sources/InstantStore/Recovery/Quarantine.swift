@@ -9,7 +9,10 @@ extension StoreLayout {
     /// Each file is hard-linked into `quarantine/` first, and only when every link exists
     /// (and the directory is synced) are the originals unlinked: a kill at any point leaves
     /// every byte in place, at worst twice.
-    func quarantine(_ relativePath: String) throws(StoreError) -> String? {
+    ///
+    /// `keepingOriginal`: the originals stay (a PDF's copy, about to be replaced by a
+    /// rename over it, so that its path never goes missing); only the links are made.
+    func quarantine(_ relativePath: String, keepingOriginal: Bool = false) throws(StoreError) -> String? {
         let source = absolute(relativePath)
         let suffixes = ["", "-wal", "-shm"].filter { FileSystem.exists(source + $0) }
         guard !suffixes.isEmpty else { return nil }
@@ -21,6 +24,7 @@ extension StoreLayout {
         }
         try FileSystem.syncDirectory(quarantineDirectory)
         try Failpoint.check("quarantine.afterLink")
+        if keepingOriginal { return (target as NSString).lastPathComponent }
         // The main file last: until it goes, whatever reads the original still has its WAL.
         for suffix in suffixes.reversed() { try FileSystem.remove(source + suffix) }
         try FileSystem.syncDirectory((source as NSString).deletingLastPathComponent)

@@ -170,8 +170,9 @@ extension InstantStore {
                 name = claim
                 try Failpoint.check("blob.claimMade")
                 if flagged, FileSystem.exists(path) {
-                    // A reader found this copy bad: kept as evidence, not overwritten.
-                    _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash))
+                    // A reader found this copy bad: kept as evidence, linked into
+                    // quarantine/; its path keeps it until the rename over it below.
+                    _ = try self.layout.quarantine(StoreLayout.blobRelativePath(hash), keepingOriginal: true)
                 }
                 try Failpoint.check("blob.beforeRename")
                 claimFile = try self.place(claim, at: path, hash: hash)
