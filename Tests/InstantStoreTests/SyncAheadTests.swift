@@ -135,13 +135,7 @@ import Testing
     @Test(arguments: [false, true])
     func aRecordedCopyIsReplacedOnlyByDurableBytes(flagged: Bool) async throws {
         let scratch = try Scratch()
-        let pdf = samplePDF(seed: 93)
-        let hash = BlobHash.of(pdf)
-        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
-        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
-        let blob = scratch.store.layout.blobPath(hash)
-        try flipByte(blob)
-        if flagged { scratch.store.flagBlobCorrupt(hash) }
+        let (pdf, blob) = try Self.damagedCopy(in: scratch, seed: 93, flagged: flagged)
         let damaged = try Data(contentsOf: URL(fileURLWithPath: blob))
         let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
         let failed = try await runWorker(arguments, failpoint: "blob.beforeFsync=eio")
@@ -219,13 +213,7 @@ import Testing
     /// into quarantine/ too), never a row without its file.
     @Test func aFlaggedCopyKeepsItsPathUntilReplaced() async throws {
         let scratch = try Scratch()
-        let pdf = samplePDF(seed: 101)
-        let hash = BlobHash.of(pdf)
-        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
-        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
-        let blob = scratch.store.layout.blobPath(hash)
-        try flipByte(blob)
-        scratch.store.flagBlobCorrupt(hash)
+        let (pdf, blob) = try Self.damagedCopy(in: scratch, seed: 101, flagged: true)
         let arguments = try Self.arguments("download-commit", in: scratch, pdf: pdf)
         let killed = try await runWorker(arguments, failpoint: "blob.swapLinked")
         #expect(killed.signalled, "\(killed.output)")
@@ -238,6 +226,19 @@ import Testing
         #expect(retried.status == 0, "\(retried.output)")
         #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A PDF stored for document "kept" (which has a layer), its copy then damaged, and
+    /// flagged corrupt when `flagged` (as a reader finding the damage does): the PDF's
+    /// bytes and the copy's path.
+    private static func damagedCopy(in scratch: Scratch, seed: Int, flagged: Bool) throws -> (Data, String) {
+        let pdf = samplePDF(seed: seed)
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "kept", from: scratch.file(pdf))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "kept", layer: "")
+        let blob = scratch.store.layout.blobPath(BlobHash.of(pdf))
+        try flipByte(blob)
+        if flagged { scratch.store.flagBlobCorrupt(BlobHash.of(pdf)) }
+        return (pdf, blob)
     }
 
     /// Bytes zstd cannot compress: a PDF stored at about its own size.
