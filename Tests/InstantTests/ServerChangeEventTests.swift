@@ -25,6 +25,11 @@ import Testing
             try a.editableDocument.remove("n2")
             try await a.sync().result()
             try await b.sync().result()
+            // Events reach the log on a task of their own: each of B's two syncs has ended
+            // in it before it is read (a loaded machine let the reading come first).
+            try await logB.wait("B's two syncs to end") { events in
+                events.filter { if case .didFinishSync = $0 { true } else { false } }.count >= 2
+            }
 
             let received = await logB.receivedChanges
             #expect(
@@ -98,7 +103,8 @@ import Testing
             #expect(await log.names.filter { $0 == "didFailSync(requestFailed)" }.count == 1)
             #expect(!(await log.names.contains("didFinishSync")))
             h.proxy.setRefusing(false)
-            try await log.wait("a sync after the outage") { events in
+            // Retries are 400 ms apart at most; a minute allows for a machine under load.
+            try await log.wait("a sync after the outage", seconds: 60) { events in
                 events.contains { if case .didFinishSync = $0 { true } else { false } }
             }
         }
