@@ -77,7 +77,7 @@ struct LayerDownload {
 
     private func runOnce(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
-        // known, the layer file is written (and synced) while the PDF's bytes stream in.
+        // known, the layer file is written (its fsync started) while the PDF's bytes stream in.
         let snapshotTask = Task { try await fetchSnapshot() }
         defer { snapshotTask.cancel() }
         let pdf = try await startPDF()

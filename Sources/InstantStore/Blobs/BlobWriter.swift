@@ -188,7 +188,9 @@ final class BlobWriter {
         file = copy
     }
 
-    private static func lockedTempFile(_ layout: StoreLayout) throws(StoreError) -> POSIXFile {
+    /// A new blob temp file in `tmp/`, locked by its writer from before its name appears
+    /// (for this writer, ``FrameWriter``, and ``DownloadFiles``).
+    static func lockedTempFile(_ layout: StoreLayout) throws(StoreError) -> POSIXFile {
         try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob"))
     }
 }

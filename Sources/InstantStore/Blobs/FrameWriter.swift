@@ -30,7 +30,7 @@ final class FrameWriter {
     init(layout: StoreLayout, expectedFrameSize: Int64?, file given: POSIXFile? = nil) throws(StoreError) {
         self.layout = layout
         self.expectedFrameSize = expectedFrameSize
-        if let given { file = given } else { file = try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob")) }
+        if let given { file = given } else { file = try BlobWriter.lockedTempFile(layout) }
         do {
             decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
         } catch {

@@ -22,7 +22,7 @@ public final class DownloadFiles: Sendable {
     private let layer: Mutex<(staging: LayerStaging, file: POSIXFile)?>
 
     init(_ layout: StoreLayout) throws(StoreError) {
-        blob = Mutex(try POSIXFile.createLocked(layout.temporaryPath(suffix: ".blob")))
+        blob = Mutex(try BlobWriter.lockedTempFile(layout))
         let staging: LayerStaging
         do {
             staging = try LayerStaging(layout)
