@@ -25,18 +25,18 @@ struct AnnouncedIngestTests {
         let hash = BlobHash.of(pdf)
         let ingest = try scratch.store.beginPDFIngest(expectedHash: hash)
         try append(pdf.prefix(100_000), to: ingest)
-        let inTmp = scratch.files(in: "tmp")
+        let inTmp = scratch.tempFiles()
         #expect(inTmp.count == 1, "one file while the bytes arrive, no claim of its own: \(inTmp)")
         let temp = try #require(inTmp.first)
         #expect(try !scratch.store.isDeadTempFile(temp), "its writer holds it")
         _ = try scratch.store.prune()
-        #expect(scratch.files(in: "tmp") == [temp], "a prune meanwhile leaves it")
+        #expect(scratch.tempFiles() == [temp], "a prune meanwhile leaves it")
 
         try append(pdf.dropFirst(100_000), to: ingest)
         try await ingest.seal()
         let stored = try await ingest.commit(tenant: Scratch.tenant, document: "d")
         #expect(stored.sha256 == hash)
-        #expect(scratch.files(in: "tmp").isEmpty, "the claim is unlinked once committed")
+        #expect(scratch.tempFiles().isEmpty, "the claim is unlinked once committed")
         #expect(try linkCount(scratch.store.layout.blobPath(hash)) == 1)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
@@ -50,7 +50,7 @@ struct AnnouncedIngestTests {
         let abandoned = try scratch.store.beginPDFIngest(expectedHash: hash)
         try append(pdf.prefix(50_000), to: abandoned)
         abandoned.discard()
-        #expect(scratch.files(in: "tmp").isEmpty, "discarded mid-way")
+        #expect(scratch.tempFiles().isEmpty, "discarded mid-way")
 
         let wrong = try scratch.store.beginPDFIngest(expectedHash: BlobHash.of(samplePDF(seed: 23, size: 10)))
         try append(pdf, to: wrong)
@@ -61,21 +61,21 @@ struct AnnouncedIngestTests {
             #expect((error as? StoreError)?.code == "hash_mismatch")
         }
         wrong.discard()
-        #expect(scratch.files(in: "tmp").isEmpty, "refused at the seal")
+        #expect(scratch.tempFiles().isEmpty, "refused at the seal")
 
         let sealed = try scratch.store.beginPDFIngest(expectedHash: hash)
         try append(pdf, to: sealed)
         try await sealed.seal()
         #expect(throws: StoreError.self, "nothing is added once sealed") { try self.append(pdf, to: sealed) }
         sealed.discard()
-        #expect(scratch.files(in: "tmp").isEmpty, "sealed, then discarded")
+        #expect(scratch.tempFiles().isEmpty, "sealed, then discarded")
 
         do {
             let dropped = try scratch.store.beginPDFIngest(expectedHash: hash)
             try append(pdf, to: dropped)
             try await dropped.seal()
         }
-        #expect(scratch.files(in: "tmp").isEmpty, "sealed, then given up without a discard")
+        #expect(scratch.tempFiles().isEmpty, "sealed, then given up without a discard")
         #expect(scratch.files(in: "blobs").isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
@@ -91,7 +91,7 @@ struct AnnouncedIngestTests {
         try append(pdf, to: ingest)
         let second = try await ingest.commit(tenant: Scratch.tenant, document: "b")
         #expect(second.deduplicated)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try linkCount(scratch.store.layout.blobPath(first.sha256)) == 1)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "a")?.sha256 == first.sha256)

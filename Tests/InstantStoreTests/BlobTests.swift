@@ -19,7 +19,7 @@ import GRDB
             count: 18, at: 0)
         #expect(ZstdFrameHeader(header)?.contentSize == UInt64(bytes.count))
         #expect(ZstdFrameHeader(header)?.hasChecksum == true)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
     }
 
     @Test(arguments: [nil, Int64(200_000)])
@@ -169,7 +169,7 @@ import GRDB
                 },
                 expectedSize: 10)
         }
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(scratch.files(in: "blobs").isEmpty)
         #expect(try scratch.store.cacheEntries().isEmpty)
     }

@@ -98,14 +98,14 @@ import Testing
         } else {
             #expect(result.signalled, "the worker should die at \(failpoint): \(result.output)")
         }
-        let claims = scratch.files(in: "tmp").filter { $0.hasPrefix(hash.hex) && $0.hasSuffix(".claim") }
-        #expect(claims.count == 1, "the dead claim is left: \(scratch.files(in: "tmp"))")
+        let claims = scratch.tempFiles().filter { $0.hasPrefix(hash.hex) && $0.hasSuffix(".claim") }
+        #expect(claims.count == 1, "the dead claim is left: \(scratch.tempFiles())")
         let placed = failpoint.hasSuffix("blob.afterRename") || failpoint.hasPrefix("blob.beforeCommitTransaction")
         #expect(FileSystem.exists(blob) == (storedDamaged || placed))
 
         let store = try InstantStore(root: scratch.root)
         _ = try store.prune()
-        #expect(scratch.files(in: "tmp").isEmpty, "swept")
+        #expect(scratch.tempFiles().isEmpty, "swept")
         if storedDamaged {
             #expect(try store.pdf(tenant: Scratch.tenant, document: "kept")?.sha256 == hash)
             let now = try Data(contentsOf: URL(fileURLWithPath: blob))
@@ -133,14 +133,14 @@ import Testing
             ["ingest-announced", scratch.root.path, Scratch.tenant.string, "d", try scratch.file(first).path],
             failpoint: "file.link=eperm")
         #expect(!stored.signalled && stored.status == 0, "\(stored.output)")
-        #expect(scratch.files(in: "tmp").isEmpty, "its claim file is removed after the commit")
+        #expect(scratch.tempFiles().isEmpty, "its claim file is removed after the commit")
 
         let killed = try await runWorker(
             ["ingest-announced", scratch.root.path, Scratch.tenant.string, "e", try scratch.file(second).path],
             failpoint: "file.link=eperm,blob.afterRename")
         #expect(killed.signalled, "\(killed.output)")
-        let claims = scratch.files(in: "tmp").filter { $0.hasSuffix(".claim") }
-        #expect(claims.count == 1, "\(scratch.files(in: "tmp"))")
+        let claims = scratch.tempFiles().filter { $0.hasSuffix(".claim") }
+        #expect(claims.count == 1, "\(scratch.tempFiles())")
         let claim = scratch.store.layout.tmpDirectory + "/" + (claims.first ?? "")
         #expect(try FileSystem.fileSize(claim) == 0, "a claim file of its own, empty")
         let orphan = scratch.store.layout.blobPath(BlobHash.of(second))
@@ -148,7 +148,7 @@ import Testing
 
         let store = try InstantStore(root: scratch.root)
         _ = try store.prune()
-        #expect(scratch.files(in: "tmp").isEmpty && !FileSystem.exists(orphan))
+        #expect(scratch.tempFiles().isEmpty && !FileSystem.exists(orphan))
         #expect(try store.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == BlobHash.of(first))
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
@@ -171,7 +171,7 @@ import Testing
         let report = try store.verify(VerifyOptions(deep: true))
         #expect(report.remaining.allSatisfy { Self.harmless.contains($0.kind) }, "\(report.remaining)")
         #expect(try store.verify(VerifyOptions(repair: true)).isClean)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(scratch.files(in: "blobs").isEmpty)
 
         let retried = try await runWorker(arguments)
@@ -188,7 +188,7 @@ import Testing
             failpoint: "file.write=enospc")
         #expect(result.status == 2 && !result.signalled)
         #expect(result.output.contains("no space left on the device"))
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         #expect(try scratch.store.cacheEntries().map(\.documentIdentifier) == ["kept"])
     }

@@ -10,7 +10,7 @@ import Testing
     @Test func reservedFilesAreTakenByTheDownload() async throws {
         let scratch = try Scratch()
         let files = try scratch.store.reserveDownloadFiles()
-        let made = Set(scratch.files(in: "tmp"))
+        let made = Set(scratch.tempFiles())
         #expect(made.count == 3, "a PDF's temp file, a layer file and its lock: \(made)")
         #expect(try scratch.store.sweepAbandoned(dryRun: true).isEmpty, "locked: not a dead writer's")
 
@@ -21,11 +21,11 @@ import Testing
             tenant: Scratch.tenant, document: "d", layer: "",
             snapshot: [ServerRecord(id: "a", content: note("a"), revision: 1)],
             revision: 1, epoch: "e", pdf: BlobHash.of(pdf), files: files)
-        #expect(Set(scratch.files(in: "tmp")) == made, "the files made ahead are the ones written")
+        #expect(Set(scratch.tempFiles()) == made, "the files made ahead are the ones written")
         try pdf.withUnsafeBytes { try ingest.append($0) }
         try await ingest.seal()
         _ = try await ingest.commit(with: staged)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try layer.annotations().map(\.id) == ["a"])
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
@@ -37,16 +37,16 @@ import Testing
         let scratch = try Scratch()
         do {
             let files = try scratch.store.reserveDownloadFiles()
-            #expect(scratch.files(in: "tmp").count == 3)
+            #expect(scratch.tempFiles().count == 3)
             withExtendedLifetime(files) {}
         }
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         do {
             let files = try scratch.store.reserveDownloadFiles()
             _ = try scratch.store.beginPDFIngest(files: files).discard()
-            #expect(scratch.files(in: "tmp").count == 2, "the layer's, still reserved")
+            #expect(scratch.tempFiles().count == 2, "the layer's, still reserved")
         }
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
@@ -60,10 +60,10 @@ import Testing
             ],
             failpoint: "file.write")
         #expect(result.signalled, "\(result.output)")
-        #expect(!scratch.files(in: "tmp").isEmpty)
+        #expect(!scratch.tempFiles().isEmpty)
         let store = try InstantStore(root: scratch.root)
         _ = try store.prune()
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
     }
 }

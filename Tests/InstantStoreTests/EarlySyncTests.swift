@@ -41,7 +41,7 @@ import Testing
         let result = try await finished
         #expect(result.status == 2 && !result.signalled, "\(result.output)")
         #expect(result.output.contains("file.earlySync.afterSync failed"), "\(result.output)")
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         #expect(try scratch.store.cacheEntries().map(\.documentIdentifier) == ["kept"])
     }

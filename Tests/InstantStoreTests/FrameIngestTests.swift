@@ -85,7 +85,7 @@ struct FrameIngestTests {
         let sizeless = try frame(of: pdf, pledged: false)
         let refused = await failure { try await ingest(scratch.store, sizeless, hash: nil) }
         #expect(refused == "compression_failure", "\(refused ?? "nil")")
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(scratch.files(in: "blobs").isEmpty)
         #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "d") == nil)
     }
@@ -106,7 +106,7 @@ struct FrameIngestTests {
         var read = Data()
         try scratch.store.readPDF(stored.sha256) { read.append(contentsOf: $0) }
         #expect(read == pdf)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 }

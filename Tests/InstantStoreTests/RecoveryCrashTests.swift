@@ -175,7 +175,7 @@ import Testing
         let result = try await runWorker(arguments, failpoint: failpoint)
         #expect(!result.signalled, "\(result.output)")
         #expect(result.output.contains(String(failpoint.prefix { $0 != "=" })), "\(result.output)")
-        #expect(!scratch.files(in: "tmp").contains { $0.hasSuffix(".layer.lock") }, "\(scratch.files(in: "tmp"))")
+        #expect(!scratch.tempFiles().contains { $0.hasSuffix(".layer.lock") }, "\(scratch.tempFiles())")
         let pruned = try scratch.store.prune()
         #expect(!pruned.removed.swept.contains { $0.hasPrefix("layers/") }, "\(pruned.removed.swept)")
         try expectPendingSurvives(scratch.root)
@@ -201,7 +201,7 @@ import Testing
         #expect(scratch.files(in: "blobs").count == 1, "a dry run changes nothing")
         let pruned = try scratch.store.prune(PruneOptions())
         #expect(pruned.removed.swept.sorted() == dryRun.removed.swept.sorted())
-        #expect(scratch.files(in: "blobs").isEmpty && scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.files(in: "blobs").isEmpty && scratch.tempFiles().isEmpty)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         try expectPendingSurvives(scratch.root)
     }

@@ -303,7 +303,7 @@ import Testing
         try flipByte(scratch.store.layout.blobPath(pdf.sha256))
         try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "e", from: scratch.file(bytes))
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
-        #expect(scratch.files(in: "tmp").isEmpty, "no claim or temp name is left")
+        #expect(scratch.tempFiles().isEmpty, "no claim or temp name is left")
         #expect(try linkCount(scratch.store.layout.blobPath(pdf.sha256)) == 1)
         let intact = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "f", from: scratch.file(bytes))
         #expect(intact.deduplicated)
@@ -314,7 +314,7 @@ import Testing
         #expect {
             try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(Data()))
         } throws: { ($0 as? StoreError)?.code == "empty_pdf" }
-        #expect(scratch.files(in: "tmp").isEmpty && scratch.files(in: "blobs").isEmpty)
+        #expect(scratch.tempFiles().isEmpty && scratch.files(in: "blobs").isEmpty)
         #expect(try scratch.store.cacheEntries().isEmpty)
     }
 

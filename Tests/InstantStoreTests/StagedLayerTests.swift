@@ -10,7 +10,7 @@ import Testing
 /// shows until the commit, a released stage leaves nothing behind, and the file names the
 /// PDF the catalog has when it is committed.
 @Suite struct StagedLayerTests {
-    private func tmpEntries(_ scratch: Scratch) -> [String] { scratch.files(in: "tmp") }
+    private func tmpEntries(_ scratch: Scratch) -> [String] { scratch.tempFiles() }
 
     @Test func nothingShowsUntilTheCommitAndAReleasedStageLeavesNothing() throws {
         let scratch = try Scratch()

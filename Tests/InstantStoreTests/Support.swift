@@ -23,6 +23,17 @@ struct Scratch {
         return url
     }
 
+    /// What `tmp/` holds besides this handle's spare layer locks (``SpareLayerLocks``: kept,
+    /// still locked, for its next layers), which must each be held.
+    func tempFiles() -> [String] {
+        let spares = Set(store.spareLayerLocks.names)
+        for name in spares {
+            let acquired = try? POSIXFile.open(root.path + "/tmp/" + name, flags: O_RDONLY).lockExclusively(wait: false)
+            #expect(acquired == false, "a spare lock is held by its store handle")
+        }
+        return files(in: "tmp").filter { !spares.contains($0) }
+    }
+
     /// Regular files below a directory of the store, as relative paths.
     func files(in relativeDirectory: String) -> [String] {
         let base = root.appendingPathComponent(relativeDirectory).path

@@ -29,7 +29,7 @@ import Testing
         let report = try store.verify(VerifyOptions(deep: true))
         #expect(report.remaining.allSatisfy { CrashTests.harmless.contains($0.kind) }, "\(report.remaining)")
         #expect(try store.verify(VerifyOptions(repair: true)).isClean)
-        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.tempFiles().isEmpty)
 
         let retried = try await runWorker(arguments)
         #expect(retried.status == 0, "\(retried.output)")

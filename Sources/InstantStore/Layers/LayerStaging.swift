@@ -4,21 +4,35 @@ import GRDB
 /// sweeper can tell a live writer's file from a dead one's. The lock file holds its flock
 /// from before its name appears. Call ``cleanUp()`` when done, whether the file was
 /// committed (renamed away) or not.
+///
+/// With a store handle's ``SpareLayerLocks``, the lock is a spare renamed to its name
+/// (else a new one), and goes back to the spares once cleaned up.
 struct LayerStaging: Sendable {
     let key = RandomKey.make()
     let path: String
     private let lock: POSIXFile
+    private let spares: SpareLayerLocks?
 
-    init(_ layout: StoreLayout) throws(StoreError) {
+    init(_ layout: StoreLayout, spares: SpareLayerLocks? = nil) throws(StoreError) {
         path = layout.tmpDirectory + "/\(key).layer"
-        lock = try POSIXFile.createLocked(path + ".lock")
+        if let spares {
+            lock = try spares.lock(at: path + ".lock")
+        } else {
+            lock = try POSIXFile.createLocked(path + ".lock")
+        }
+        self.spares = spares
     }
 
-    /// Removes whatever is left of the staged file and its lock.
+    /// Removes whatever is left of the staged file, then its lock (or keeps the lock, still
+    /// held, as a spare: it names nothing once the file is gone).
     func cleanUp() {
         for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
-        try? FileSystem.remove(lock.path)
-        lock.close()
+        if let spares {
+            spares.recycle(lock)
+        } else {
+            try? FileSystem.remove(lock.path)
+            lock.close()
+        }
     }
 
     /// Done with the staged file, whether its transaction committed or not: cleaned up

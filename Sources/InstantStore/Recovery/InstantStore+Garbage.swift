@@ -69,6 +69,7 @@ extension InstantStore {
             layerKeys: scan.layerKeys.filter(keys.contains), options, &report)
         let abandoned = try abandonedFiles()
         report.strayFiles += abandoned.strays
+        if options.repair { try removeDeadSpares(abandoned.spares) }
         for name in abandoned.temp {
             var problem = Problem(kind: .deadTempFile, subject: "tmp/\(name)", detail: "its writer is gone")
             if options.repair {
@@ -154,9 +155,21 @@ extension InstantStore {
             }
             swept.append("tmp/" + name)
         }
-        // The sync locks of layers that are gone: bookkeeping, not listed.
-        if !dryRun { _ = try sweepSyncLocks() }
+        // The sync locks of layers that are gone, and dead spare layer locks: bookkeeping,
+        // not listed.
+        if !dryRun {
+            _ = try sweepSyncLocks()
+            try removeDeadSpares(abandoned.spares)
+        }
         return swept
+    }
+
+    /// Removes spare layer locks of handles that are gone (each checked dead again first):
+    /// they name nothing, and hold nothing.
+    private func removeDeadSpares(_ names: [String]) throws(StoreError) {
+        for name in names where try isDeadTempFile(name) {
+            try FileSystem.remove(layout.tmpDirectory + "/" + name)
+        }
     }
 
     /// What a sweep would do with an orphan layer, as the suffix of its dry-run entry.

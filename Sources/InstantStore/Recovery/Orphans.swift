@@ -127,20 +127,27 @@ extension InstantStore {
     /// renamed into `layers/` before its row was committed (`<key>.layer.lock`), a PDF
     /// linked into `blobs/` likewise from its claim (`<sha256>-<random>.claim`, another name
     /// of the same file: ``BlobClaim``). Cheap: it reads `tmp/` only.
-    /// Anything in `tmp/` that is not a regular file is a stray (`tmp/<name>`).
+    /// Anything in `tmp/` that is not a regular file is a stray (`tmp/<name>`). The spare
+    /// layer locks of handles that are gone (``SpareLayerLocks``: their process ended
+    /// without closing them) are listed apart: bookkeeping, removed without a report.
     func abandonedFiles() throws(StoreError) -> (
-        temp: [String], layerKeys: [String], blobs: [String], strays: [String]
+        temp: [String], layerKeys: [String], blobs: [String], strays: [String], spares: [String]
     ) {
         var temp: [String] = []
         var layerKeys: [String] = []
         var blobs: [String] = []
         var strays: [String] = []
+        var spares: [String] = []
         for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
             guard FileSystem.isRegularFile(layout.tmpDirectory + "/" + name) else {
                 strays.append("tmp/\(name)")
                 continue
             }
             guard try isDeadTempFile(name) else { continue }
+            if SpareLayerLocks.isSpare(named: name) {
+                spares.append(name)
+                continue
+            }
             temp.append(name)
             if name.hasSuffix(".layer.lock"), case let key = String(name.dropLast(".layer.lock".count)),
                 RandomKey.isValid(key), FileSystem.exists(layout.layerPath(key: key))
@@ -150,6 +157,6 @@ extension InstantStore {
                 blobs.append(StoreLayout.blobRelativePath(hash))
             }
         }
-        return (temp, layerKeys, blobs, strays)
+        return (temp, layerKeys, blobs, strays, spares)
     }
 }

@@ -21,11 +21,11 @@ public final class DownloadFiles: Sendable {
     private let blob: Mutex<POSIXFile?>
     private let layer: Mutex<(staging: LayerStaging, file: POSIXFile)?>
 
-    init(_ layout: StoreLayout) throws(StoreError) {
+    init(_ layout: StoreLayout, spares: SpareLayerLocks) throws(StoreError) {
         blob = Mutex(try BlobWriter.lockedTempFile(layout))
         let staging: LayerStaging
         do {
-            staging = try LayerStaging(layout)
+            staging = try LayerStaging(layout, spares: spares)
         } catch {
             Self.remove(blob.withLock { $0.take() })
             throw error
@@ -69,7 +69,7 @@ extension InstantStore {
     /// Makes the files a download writes in `tmp/` (``DownloadFiles``), for it to take
     /// once its answers arrive.
     public func reserveDownloadFiles() throws(StoreError) -> DownloadFiles {
-        try DownloadFiles(layout)
+        try DownloadFiles(layout, spares: spareLayerLocks)
     }
 
     /// ``reserveDownloadFiles()`` on a dispatch thread, off Swift's cooperative pool (it

@@ -32,7 +32,11 @@ extension InstantStore {
         if let userID { try Identifier.validate(userID, what: "user id") }
         let reserved = files?.takeLayer()
         let staging: LayerStaging
-        if let reserved { staging = reserved.staging } else { staging = try LayerStaging(layout) }
+        if let reserved {
+            staging = reserved.staging
+        } else {
+            staging = try LayerStaging(layout, spares: spareLayerLocks)
+        }
         let staged = StagedLayer(
             staging: staging, tenant: tenant, document: document, layer: layer, userID: userID,
             annotationCount: snapshot.count, pdf: pdf)

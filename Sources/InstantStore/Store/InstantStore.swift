@@ -39,6 +39,7 @@ public final class InstantStore: Sendable {
     ///   `instantctl` does) reads it, but refuses every removal.
     public init(root: URL, role: StoreRole = .cache) throws(StoreError) {
         layout = StoreLayout(root: root)
+        spareLayerLocks = SpareLayerLocks(layout)
         try layout.createDirectories()
         // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
         // so it never swaps a catalog out from under a process using it.
@@ -86,9 +87,13 @@ public final class InstantStore: Sendable {
     /// commit here that links a blob into it. (At most 256 entries.)
     let syncedFanOuts = Mutex<Set<String>>([])
 
+    /// The writer locks of layers this handle staged, kept for the next ones.
+    let spareLayerLocks: SpareLayerLocks
+
     /// Closes the catalog and lets go of the store (a catalog rebuild needs every handle
     /// closed). Later calls on this handle fail. Layer handles stay usable until closed.
     public func close() {
+        spareLayerLocks.removeAll()
         try? catalog.close()
         lock.close()
     }

@@ -135,6 +135,15 @@ final class POSIXFile: @unchecked Sendable {
         if descriptor >= 0 { _ = Glibc.close(descriptor) }
         descriptor = -1
     }
+
+    /// Renames the file to `newPath` and returns it under that name, open (and locked) as
+    /// it was; this one is closed. On failure, nothing changes.
+    func rename(to newPath: String) throws(StoreError) -> POSIXFile {
+        try FileSystem.rename(path, newPath)
+        let moved = POSIXFile(path: newPath, descriptor: descriptor)
+        descriptor = -1
+        return moved
+    }
 }
 
 /// Path-level calls: rename, unlink, directories.
