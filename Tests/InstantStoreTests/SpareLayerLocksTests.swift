@@ -85,6 +85,41 @@ import Testing
         #expect(scratch.tempFiles().isEmpty)
     }
 
+    /// A closed handle keeps no spare: a stage that ends after the close removes its lock.
+    @Test func aClosedHandleKeepsNoSpare() throws {
+        let scratch = try Scratch()
+        let staged = try scratch.store.stageLayer(tenant: Scratch.tenant, document: "d", layer: "", pdf: nil)
+        scratch.store.close()
+        staged.discard()
+        #expect(scratch.files(in: "tmp").isEmpty)
+        #expect(scratch.store.spareLayerLocks.names.isEmpty)
+    }
+
+    /// The dead spares of a killed process are taken over by the next handle that needs a
+    /// lock: the same files, held again, none left dead.
+    @Test func deadSparesAreTakenOverByTheNextHandle() async throws {
+        let scratch = try Scratch()
+        scratch.store.close()
+        let result = try await runWorker(
+            [
+                "download-commit", scratch.root.path, Scratch.tenant.string, "d", "",
+                try scratch.file(samplePDF(seed: 6)).path,
+            ], failpoint: "layer.afterCommit")
+        #expect(result.signalled, "\(result.output)")
+        let dead = scratch.files(in: "tmp").filter { SpareLayerLocks.isSpare(named: $0) }
+        #expect(dead.count == 1)
+        let inode = try Self.inode(scratch, dead[0])
+
+        let store = try InstantStore(root: scratch.root)
+        defer { store.close() }
+        let staged = try store.stageLayer(tenant: Scratch.tenant, document: "e", layer: "", pdf: nil)
+        #expect(try Self.inode(scratch, staged.key + ".layer.lock") == inode, "the dead spare, renamed")
+        #expect(!scratch.files(in: "tmp").contains(dead[0]))
+        try store.commitLayer(staged)
+        #expect(store.spareLayerLocks.names.count == 1)
+        #expect(try Self.inode(scratch, store.spareLayerLocks.names[0]) == inode)
+    }
+
     /// A process killed (or ending without releasing its store) leaves its spares dead:
     /// empty files naming nothing. Verify does not report them; a prune, a repair or
     /// a garbage collection removes them without listing them.

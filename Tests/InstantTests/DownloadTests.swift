@@ -135,16 +135,19 @@ import Testing
     }
 
     /// What `tmp/` holds besides the store handle's spare layer locks (kept, still locked,
-    /// for its next downloads), which must each be held.
+    /// for its next downloads: at most 8), which must each be held.
     private static func temporaryFiles(_ h: ClientHarness) throws -> [String] {
         let tmp = h.root.appendingPathComponent("tmp").path
-        return try FileManager.default.contentsOfDirectory(atPath: tmp).filter { name in
+        let names = try FileManager.default.contentsOfDirectory(atPath: tmp)
+        let left = names.filter { name in
             guard name.hasSuffix(".spare.lock") else { return true }
             let descriptor = open(tmp + "/" + name, O_RDONLY | O_CLOEXEC)
             defer { close(descriptor) }
             // Held by the store handle: a lock of this one is refused.
             return descriptor < 0 || flock(descriptor, LOCK_EX | LOCK_NB) == 0
         }
+        #expect(names.count - left.count <= 8, "a handle keeps at most 8 spares: \(names)")
+        return left
     }
 
     @Test func bytesThatDoNotMatchTheETagFailAndLeaveNothing() async throws {

@@ -14,7 +14,10 @@ import Synchronization
 /// A spare is `tmp/<random>.spare.lock`, held under its flock from before it had that name
 /// (it was a staged layer's lock): a sweeper sees it live while its process is, and as a
 /// dead temp file once the process is gone. It names no layer. At most ``limit`` are kept;
-/// the handle's ``InstantStore/close()`` (or its release) removes them.
+/// the handle's ``InstantStore/close()`` (or its release) removes them, and keeps none
+/// after. The spares of a process that ended without either (killed, or an app that never
+/// lets go of its client) are taken over by the next handle that needs a lock (or swept by
+/// prune, `verify --repair` and GC, which do not report them: bookkeeping).
 ///
 /// ```swift
 /// let lock = try spares.lock(at: staging.path + ".lock")  // a spare renamed, or a new lock
@@ -28,7 +31,9 @@ final class SpareLayerLocks: Sendable {
     static let suffix = ".spare.lock"
 
     private let layout: StoreLayout
-    private let spares = Mutex<[POSIXFile]>([])
+    /// The spares; whether `tmp/` was searched for dead ones to take over; whether the
+    /// handle closed (then none is kept).
+    private let state = Mutex<(spares: [POSIXFile], searched: Bool, closed: Bool)>(([], false, false))
 
     init(_ layout: StoreLayout) {
         self.layout = layout
@@ -36,40 +41,84 @@ final class SpareLayerLocks: Sendable {
 
     /// A lock held at `path`: a spare renamed there, else a new one
     /// (``POSIXFile/createLocked(_:)``). Either way it holds its flock from before `path`
-    /// names it.
+    /// names it. The first time the handle has no spare, it takes over the dead spares of
+    /// processes that ended without letting go of theirs (up to ``limit``).
     func lock(at path: String) throws(StoreError) -> POSIXFile {
-        while let spare = spares.withLock({ $0.popLast() }) {
+        while let spare = nextSpare() {
             do {
                 return try spare.rename(to: path)
             } catch {
-                // Gone (removed by hand, say): let go, and try the next.
-                spare.close()
+                // Its name is gone (removed by hand, or by a sweep after this handle took it
+                // over): let go and try the next. Any other failure: no more renames.
+                Self.remove(spare)
+                guard case .io(_, _, ENOENT) = error else { break }
             }
         }
         return try POSIXFile.createLocked(path)
     }
 
     /// Keeps `lock` (a committed or discarded staged layer's, still locked) as a spare, or
-    /// removes it when ``limit`` are kept or the rename fails.
+    /// removes it when ``limit`` are kept, the handle closed, or the rename fails.
     func recycle(_ lock: POSIXFile) {
-        let kept = spares.withLock { $0.count } < Self.limit
-        if kept, let spare = try? lock.rename(to: layout.tmpDirectory + "/\(RandomKey.make())\(Self.suffix)") {
-            let overflow: POSIXFile? = spares.withLock { spares in
-                guard spares.count < Self.limit else { return spare }
-                spares.append(spare)
-                return nil
-            }
-            if let overflow { Self.remove(overflow) }
-            return
+        let keep = state.withLock { !$0.closed && $0.spares.count < Self.limit }
+        guard keep, let spare = try? lock.rename(to: Self.newSparePath(layout)) else { return Self.remove(lock) }
+        let kept = state.withLock { state in
+            guard !state.closed && state.spares.count < Self.limit else { return false }
+            state.spares.append(spare)
+            return true
         }
-        Self.remove(lock)
+        if !kept { Self.remove(spare) }
     }
 
-    /// Removes every spare (the handle is closing).
+    /// Removes every spare, and keeps none from now on (the handle is closing).
     func removeAll() {
-        for spare in spares.withLock({ spares in
-            defer { spares = [] }; return spares
-        }) { Self.remove(spare) }
+        let spares = state.withLock { state in
+            defer {
+                state.spares = []
+                state.closed = true
+            }
+            return state.spares
+        }
+        for spare in spares { Self.remove(spare) }
+    }
+
+    /// A spare to rename, if any: kept, or else (once per handle) a dead one taken over.
+    private func nextSpare() -> POSIXFile? {
+        let (spare, search) = state.withLock { state -> (POSIXFile?, Bool) in
+            if let spare = state.spares.popLast() { return (spare, false) }
+            defer { state.searched = true }
+            return (nil, !state.searched && !state.closed)
+        }
+        if let spare { return spare }
+        guard search else { return nil }
+        let found = Self.takeOverDeadSpares(layout)
+        guard let first = found.first else { return nil }
+        let unkept = state.withLock { state -> [POSIXFile] in
+            if state.closed { return Array(found.dropFirst()) }
+            let room = max(0, Self.limit - state.spares.count)
+            state.spares += found.dropFirst().prefix(room)
+            return Array(found.dropFirst().dropFirst(room))
+        }
+        for spare in unkept { Self.remove(spare) }
+        return first
+    }
+
+    /// Dead spares in `tmp/` (their process ended without removing them), each now held by
+    /// this handle: its flock taken, which only a dead one's can be. A sweep may remove a
+    /// name after that (it found the file dead before): the rename then fails, and a new
+    /// lock is made.
+    private static func takeOverDeadSpares(_ layout: StoreLayout) -> [POSIXFile] {
+        guard let names = try? FileSystem.contents(of: layout.tmpDirectory) else { return [] }
+        var taken: [POSIXFile] = []
+        for name in names where isSpare(named: name) && taken.count < limit {
+            guard let file = try? POSIXFile.open(layout.tmpDirectory + "/" + name, flags: O_RDONLY) else { continue }
+            if (try? file.lockExclusively(wait: false)) == true { taken.append(file) } else { file.close() }
+        }
+        return taken
+    }
+
+    private static func newSparePath(_ layout: StoreLayout) -> String {
+        layout.tmpDirectory + "/\(RandomKey.make())\(suffix)"
     }
 
     /// Whether a name in `tmp/` is a spare's.
@@ -78,7 +127,7 @@ final class SpareLayerLocks: Sendable {
     }
 
     /// The spares' names in `tmp/`.
-    var names: [String] { spares.withLock { $0.map { ($0.path as NSString).lastPathComponent } } }
+    var names: [String] { state.withLock { $0.spares.map { ($0.path as NSString).lastPathComponent } } }
 
     /// Unlinks the lock's name, then lets go of its flock: no sweeper sees it unlocked.
     private static func remove(_ lock: POSIXFile) {
