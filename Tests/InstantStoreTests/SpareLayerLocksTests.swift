@@ -100,13 +100,7 @@ import Testing
     @Test func deadSparesAreTakenOverByTheNextHandle() async throws {
         let scratch = try Scratch()
         scratch.store.close()
-        let result = try await runWorker(
-            [
-                "download-commit", scratch.root.path, Scratch.tenant.string, "d", "",
-                try scratch.file(samplePDF(seed: 6)).path,
-            ], failpoint: "layer.afterCommit")
-        #expect(result.signalled, "\(result.output)")
-        let dead = scratch.files(in: "tmp").filter { SpareLayerLocks.isSpare(named: $0) }
+        let dead = try await sparesLeftByAKilledDownload(scratch, seed: 6)
         #expect(dead.count == 1)
         let inode = try Self.inode(scratch, dead[0])
 
@@ -127,15 +121,7 @@ import Testing
     func deadSparesAreRemovedWithoutAReport(by sweep: String) async throws {
         let scratch = try Scratch()
         defer { scratch.store.close() }
-        // Killed once the download committed: its lock is a spare by then (its PDF's
-        // claim, unlinked after the commit, is left too).
-        let result = try await runWorker(
-            [
-                "download-commit", scratch.root.path, Scratch.tenant.string, "d", "",
-                try scratch.file(samplePDF(seed: 5)).path,
-            ], failpoint: "layer.afterCommit")
-        #expect(result.signalled, "\(result.output)")
-        let spares = scratch.files(in: "tmp").filter { SpareLayerLocks.isSpare(named: $0) }
+        let spares = try await sparesLeftByAKilledDownload(scratch, seed: 5)
         #expect(spares.count == 1, "\(scratch.files(in: "tmp"))")
         let mentioned = { (text: String) in spares.contains { text.contains($0) } }
         let report = try scratch.store.verify(VerifyOptions(deep: true))
@@ -152,6 +138,18 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
         let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try layer.annotations().map(\.id) == ["from-server"])
+    }
+
+    /// The spares in `tmp/` after a worker process was killed once its download committed:
+    /// its lock is a spare by then (its PDF's claim, unlinked after the commit, is left too).
+    private func sparesLeftByAKilledDownload(_ scratch: Scratch, seed: Int) async throws -> [String] {
+        let result = try await runWorker(
+            [
+                "download-commit", scratch.root.path, Scratch.tenant.string, "d", "",
+                try scratch.file(samplePDF(seed: seed)).path,
+            ], failpoint: "layer.afterCommit")
+        #expect(result.signalled, "\(result.output)")
+        return scratch.files(in: "tmp").filter { SpareLayerLocks.isSpare(named: $0) }
     }
 
     /// A download's store steps (as the client's), through `files` made ahead.
