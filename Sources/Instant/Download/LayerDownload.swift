@@ -66,7 +66,9 @@ struct LayerDownload {
         // The files the download writes are made while its requests are out.
         let files = Task { try await store.reserveDownloadFilesInBackground() }
         do {
-            return try await runOnce(files: files)
+            let report = try await runOnce(files: files)
+            if case .success(let made) = await files.result { made.removeUntaken() }
+            return report
         } catch {
             // Made, and removed with this call (what was not taken), before the failure is
             // reported: none appears in tmp/ afterwards.

@@ -50,13 +50,18 @@ public final class DownloadFiles: Sendable {
         layer.withLock { $0.take() }
     }
 
-    deinit {
+    /// Removes what the download did not take (the PDF's temp file, when the store held
+    /// the PDF already), now rather than when the last reference goes: a process that exits
+    /// right after its download would leave it as a dead temp file.
+    public func removeUntaken() {
         Self.remove(blob.withLock { $0.take() })
         if let (staging, file) = layer.withLock({ $0.take() }) {
             file.close()
             staging.cleanUp()
         }
     }
+
+    deinit { removeUntaken() }
 
     private static func remove(_ file: POSIXFile?) {
         guard let file else { return }
