@@ -157,8 +157,7 @@ final class BlobWriter {
     func discard() {
         encoder = nil
         early.cancel()
-        try? FileSystem.remove(file.path)
-        file.close()
+        file.removeAndClose()
     }
 
     /// Rewrites a streamed frame's header to carry its content size (copying the frame
@@ -183,8 +182,7 @@ final class BlobWriter {
             try? FileSystem.remove(copy.path)
             throw error
         }
-        try? FileSystem.remove(file.path)
-        file.close()
+        file.removeAndClose()
         file = copy
     }
 
@@ -258,8 +256,7 @@ struct StagedBlob {
     }
 
     func discard() {
-        try? FileSystem.remove(file.path)
-        file.close()
+        file.removeAndClose()
     }
 
     /// Whether the file at `path` holds exactly the staged bytes: then it is an intact

@@ -34,8 +34,7 @@ final class FrameWriter {
         do {
             decoder = try ZstdDecoder(name: "the downloaded frame", maxWindowLog: 23)
         } catch {
-            try? FileSystem.remove(file.path)
-            file.close()
+            file.removeAndClose()
             throw error
         }
     }
@@ -159,7 +158,6 @@ final class FrameWriter {
     func discard() {
         finished = true
         early.cancel()
-        try? FileSystem.remove(file.path)
-        file.close()
+        file.removeAndClose()
     }
 }

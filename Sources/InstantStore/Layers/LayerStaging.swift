@@ -30,8 +30,7 @@ struct LayerStaging: Sendable {
         if let spares {
             spares.recycle(lock)
         } else {
-            try? FileSystem.remove(lock.path)
-            lock.close()
+            lock.removeAndClose()
         }
     }
 

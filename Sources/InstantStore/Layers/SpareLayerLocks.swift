@@ -50,7 +50,7 @@ final class SpareLayerLocks: Sendable {
             } catch {
                 // Its name is gone (removed by hand, or by a sweep after this handle took it
                 // over): let go and try the next. Any other failure: no more renames.
-                Self.remove(spare)
+                spare.removeAndClose()
                 guard case .io(_, _, ENOENT) = error else { break }
             }
         }
@@ -61,13 +61,13 @@ final class SpareLayerLocks: Sendable {
     /// removes it when ``limit`` are kept, the handle closed, or the rename fails.
     func recycle(_ lock: POSIXFile) {
         let keep = state.withLock { !$0.closed && $0.spares.count < Self.limit }
-        guard keep, let spare = try? lock.rename(to: Self.newSparePath(layout)) else { return Self.remove(lock) }
+        guard keep, let spare = try? lock.rename(to: Self.newSparePath(layout)) else { return lock.removeAndClose() }
         let kept = state.withLock { state in
             guard !state.closed && state.spares.count < Self.limit else { return false }
             state.spares.append(spare)
             return true
         }
-        if !kept { Self.remove(spare) }
+        if !kept { spare.removeAndClose() }
     }
 
     /// Removes every spare, and keeps none from now on (the handle is closing).
@@ -79,7 +79,7 @@ final class SpareLayerLocks: Sendable {
             }
             return state.spares
         }
-        for spare in spares { Self.remove(spare) }
+        for spare in spares { spare.removeAndClose() }
     }
 
     /// A spare to rename, if any: kept, or else (once per handle) a dead one taken over.
@@ -91,15 +91,15 @@ final class SpareLayerLocks: Sendable {
         }
         if let spare { return spare }
         guard search else { return nil }
-        let found = Self.takeOverDeadSpares(layout)
-        guard let first = found.first else { return nil }
-        let unkept = state.withLock { state -> [POSIXFile] in
-            if state.closed { return Array(found.dropFirst()) }
-            let room = max(0, Self.limit - state.spares.count)
-            state.spares += found.dropFirst().prefix(room)
-            return Array(found.dropFirst().dropFirst(room))
+        var found = Self.takeOverDeadSpares(layout)
+        guard !found.isEmpty else { return nil }
+        let first = found.removeFirst()
+        let unkept = state.withLock { state -> ArraySlice<POSIXFile> in
+            let room = state.closed ? 0 : max(0, Self.limit - state.spares.count)
+            state.spares += found.prefix(room)
+            return found.dropFirst(room)
         }
-        for spare in unkept { Self.remove(spare) }
+        for spare in unkept { spare.removeAndClose() }
         return first
     }
 
@@ -128,12 +128,6 @@ final class SpareLayerLocks: Sendable {
 
     /// The spares' names in `tmp/`.
     var names: [String] { state.withLock { $0.spares.map { ($0.path as NSString).lastPathComponent } } }
-
-    /// Unlinks the lock's name, then lets go of its flock: no sweeper sees it unlocked.
-    private static func remove(_ lock: POSIXFile) {
-        try? FileSystem.remove(lock.path)
-        lock.close()
-    }
 
     deinit { removeAll() }
 }

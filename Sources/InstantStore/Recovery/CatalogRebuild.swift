@@ -71,8 +71,7 @@ enum CatalogRebuild {
         let path = String(lock.path.dropLast(".lock".count))
         defer {
             for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(path + suffix) }
-            try? FileSystem.remove(lock.path)
-            lock.close()
+            lock.removeAndClose()
         }
         var report = RebuildReport()
         var toQuarantine: [String] = []

@@ -10,7 +10,7 @@ import Synchronization
 /// make them, so a sweeper tells them from a dead process's. Whatever is not taken
 /// (``InstantStore/beginPDFIngest(zstdFrame:expectedSize:expectedHash:files:)``,
 /// ``InstantStore/stageLayer(tenant:document:layer:userID:snapshot:revision:epoch:pdf:files:)``)
-/// is removed when this goes away.
+/// is removed by ``removeUntaken()``, or when this goes away.
 ///
 /// ```swift
 /// let files = try await store.reserveDownloadFilesInBackground()
@@ -27,7 +27,7 @@ public final class DownloadFiles: Sendable {
         do {
             staging = try LayerStaging(layout, spares: spares)
         } catch {
-            Self.remove(blob.withLock { $0.take() })
+            blob.withLock { $0.take() }?.removeAndClose()
             throw error
         }
         do {
@@ -35,7 +35,7 @@ public final class DownloadFiles: Sendable {
             layer = Mutex((staging, file))
         } catch {
             staging.cleanUp()
-            Self.remove(blob.withLock { $0.take() })
+            blob.withLock { $0.take() }?.removeAndClose()
             throw error
         }
     }
@@ -54,7 +54,7 @@ public final class DownloadFiles: Sendable {
     /// the PDF already), now rather than when the last reference goes: a process that exits
     /// right after its download would leave it as a dead temp file.
     public func removeUntaken() {
-        Self.remove(blob.withLock { $0.take() })
+        blob.withLock { $0.take() }?.removeAndClose()
         if let (staging, file) = layer.withLock({ $0.take() }) {
             file.close()
             staging.cleanUp()
@@ -62,12 +62,6 @@ public final class DownloadFiles: Sendable {
     }
 
     deinit { removeUntaken() }
-
-    private static func remove(_ file: POSIXFile?) {
-        guard let file else { return }
-        try? FileSystem.remove(file.path)
-        file.close()
-    }
 }
 
 extension InstantStore {

@@ -256,8 +256,7 @@ extension InstantStore {
             do {
                 try FileSystem.rename(claim, path)
             } catch {
-                try? FileSystem.remove(own.path)
-                own.close()
+                own.removeAndClose()
                 throw error
             }
             return own

@@ -136,6 +136,14 @@ final class POSIXFile: @unchecked Sendable {
         descriptor = -1
     }
 
+    /// Unlinks the file's name, then closes it: a file its writer holds locked is never
+    /// seen under its name without the lock. Failing to unlink costs nothing worse than a
+    /// dead temp file, which the next sweep removes.
+    func removeAndClose() {
+        try? FileSystem.remove(path)
+        close()
+    }
+
     /// Renames the file to `newPath` and returns it under that name, open (and locked) as
     /// it was; this one is closed. On failure, nothing changes.
     func rename(to newPath: String) throws(StoreError) -> POSIXFile {
