@@ -59,4 +59,21 @@ import Testing
         ])
         #expect(SyncRound.serverChanges(page, held: applied).isEmpty)
     }
+
+    /// The store takes the client's server changes without parsing them again, so the
+    /// round itself refuses content that is not an object.
+    @Test func aServerChangeWhoseContentIsNotAnObjectIsInvalidServerData() throws {
+        let stored = try SyncRound.storeChange(
+            WireServerChange(id: "a", revision: 5, deleted: false, content: content("a")))
+        #expect(try stored.content.map { try JSONValue.parse($0) } == content("a"))
+        #expect(
+            try SyncRound.storeChange(WireServerChange(id: "b", revision: 6, deleted: true, content: nil)).content
+                == nil)
+        for bad: JSONValue? in [nil, .integer(5), .array([content("x")]), .string("{}"), .null] {
+            let error = #expect(throws: InstantError.self) {
+                try SyncRound.storeChange(WireServerChange(id: "c", revision: 7, deleted: false, content: bad))
+            }
+            #expect(error?.code == .invalidServerData)
+        }
+    }
 }

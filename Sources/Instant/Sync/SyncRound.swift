@@ -125,7 +125,7 @@ struct SyncRound {
             let finishes = last && !needsSnapshot
             try layer.applyServerChanges(
                 try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
-                acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged)
+                acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged, contentChecked: true)
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains($0.id) }, held: held))
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
@@ -265,6 +265,11 @@ struct SyncRound {
         }
         guard let content = change.content else {
             throw InstantError(.invalidServerData, "the server sent annotation \(change.id) without content")
+        }
+        // Checked here, so the store need not parse the bytes again (`contentChecked`).
+        guard case .object = content else {
+            throw InstantError(
+                .invalidServerData, "the server sent annotation \(change.id) with content that is not an object")
         }
         return StoredServerChange(annotationID: change.id, content: content.jsonData(), revision: change.revision)
     }

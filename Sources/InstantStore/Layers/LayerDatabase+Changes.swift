@@ -104,7 +104,21 @@ extension LayerDatabase {
         _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?,
         decidedThrough: Int64? = nil
     ) throws(StoreError) {
-        for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
+        try applyServerChanges(
+            changes, newRevision: newRevision, epoch: epoch, acknowledgedThrough: acknowledgedThrough,
+            decidedThrough: decidedThrough, contentChecked: false)
+    }
+
+    /// ``applyServerChanges(_:newRevision:epoch:acknowledgedThrough:decidedThrough:)`` for
+    /// content this package serialized itself from JSON objects it parsed and checked (the
+    /// client's sync), which is not parsed again.
+    package func applyServerChanges(
+        _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?,
+        decidedThrough: Int64? = nil, contentChecked: Bool
+    ) throws(StoreError) {
+        if !contentChecked {
+            for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
+        }
         try write { db in
             if let acknowledgedThrough {
                 try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledgedThrough])
