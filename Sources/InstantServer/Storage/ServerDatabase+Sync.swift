@@ -118,14 +118,15 @@ extension ServerDatabase {
             message: "the token does not allow writing")
     }
 
-    /// SHA-256 of a change as sent (kind, id, canonical content).
-    static func digest(_ change: ClientChange) -> Data {
+    /// SHA-256 of a change as sent (kind, id, canonical content), given its content's
+    /// canonical bytes (`change.content?.jsonBytes()`), which the caller also stores.
+    static func digest(_ change: ClientChange, contentBytes: [UInt8]?) -> Data {
         var hasher = SHA256()
         hasher.update(data: Data(change.kind.rawValue.utf8))
-        hasher.update(data: Data([0]))
+        hasher.update(data: [0])
         hasher.update(data: Data(change.id.utf8))
-        hasher.update(data: Data([0]))
-        if let content = change.content { hasher.update(data: Data(content.jsonBytes())) }
+        hasher.update(data: [0])
+        if let contentBytes { hasher.update(data: contentBytes) }
         return Data(hasher.finalize())
     }
 
@@ -145,140 +146,6 @@ extension ServerDatabase {
                 id: id, content: try JSONValue.parse((row[0] as String).utf8), createdBy: row[1],
                 updatedBy: row[2])
         }
-    }
-
-    /// The heart of sync: each change is checked against the record as it stands now.
-    ///
-    /// - `create` loses to a live record with that id;
-    /// - `update` and `delete` lose when the record is gone, or (for clients) when someone
-    ///   else changed it after the client's base revision; a record this same batch
-    ///   changed may be changed again.
-    ///
-    /// All accepted changes share one new revision.
-    private static func apply(
-        _ changes: [ClientChange], to ref: LayerRef, authority: WriteAuthority, in db: Database
-    ) throws -> ([ChangeResult], Int64) {
-        let next = ref.revision + 1
-        var touched = Set<String>()
-        var results: [ChangeResult] = []
-        results.reserveCapacity(changes.count)
-        let select = try db.cachedStatement(
-            sql: "SELECT revision, deleted, createdBy, writer FROM record WHERE layerId = ? AND annotationId = ?")
-        let recorded = try db.cachedStatement(
-            sql: """
-                SELECT accepted, reason, message, digest FROM appliedChange
-                WHERE layerId = ? AND clientId = ? AND changeId = ?
-                """)
-        let remember = try db.cachedStatement(
-            sql: """
-                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-        let now = Date()
-        var replayed = Set<Int64>()
-        var digests: [Int64: Data] = [:]
-        let upsert = try db.cachedStatement(
-            sql: """
-                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (layerId, annotationId) DO UPDATE SET
-                    content = excluded.content, createdBy = excluded.createdBy,
-                    updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted,
-                    writer = excluded.writer
-                """)
-        for change in changes {
-            if authority.clientID != nil { digests[change.changeId] = Self.digest(change) }
-            if let client = authority.clientID,
-                let row = try Row.fetchOne(recorded, arguments: [ref.id, client, change.changeId])
-            {
-                guard (row[3] as Data) == digests[change.changeId] else {
-                    throw ProtocolError(
-                        .invalidRequest,
-                        "changeId \(change.changeId) was sent before as another change; a change id names one change, for ever"
-                    )
-                }
-                // Sent before, and decided: the same verdict, not applied again.
-                results.append(
-                    ChangeResult(
-                        changeId: change.changeId, accepted: row[0],
-                        reason: (row[1] as String?).flatMap(RejectionReason.init(rawValue:)), message: row[2],
-                        replayed: true))
-                replayed.insert(change.changeId)
-                continue
-            }
-            func reject(_ reason: RejectionReason, _ message: String) {
-                results.append(
-                    ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
-            }
-            guard authority.canWrite else {
-                results.append(Self.writeRefused(change))
-                continue
-            }
-            let existing = try Row.fetchOne(select, arguments: [ref.id, change.id.blob])
-            let live = existing.map { !($0[1] as Bool) } ?? false
-            let changedSinceBase: Bool = {
-                guard let base = authority.baseRevision, let existing, !touched.contains(change.id) else {
-                    return false
-                }
-                // A client never conflicts with itself: its own earlier write is no news.
-                if let client = authority.clientID, (existing[3] as String?) == client { return false }
-                return (existing[0] as Int64) > base
-            }()
-            var content: String?
-            if change.kind != .delete {
-                guard let value = change.content else {
-                    reject(.invalidAnnotation, "a \(change.kind.rawValue) needs content")
-                    continue
-                }
-                do {
-                    try InstantJSON.validateAnnotation(value)
-                } catch {
-                    reject(.invalidAnnotation, error.message)
-                    continue
-                }
-                content = String(decoding: value.jsonBytes(), as: UTF8.self)
-            }
-            var createdBy: String? = existing?[2]
-            switch change.kind {
-            case .create:
-                if live && !authority.createReplaces {
-                    reject(.alreadyExists, "an annotation with this id exists")
-                    continue
-                }
-                if !live { createdBy = authority.userID }
-            case .update, .delete:
-                guard live else {
-                    reject(.notFound, "the annotation does not exist (it may have been deleted)")
-                    continue
-                }
-                guard !changedSinceBase else {
-                    reject(.conflict, "the annotation changed after revision \(authority.baseRevision ?? 0)")
-                    continue
-                }
-            }
-            try upsert.execute(arguments: [
-                ref.id, change.id.blob, content, createdBy, authority.userID, next, change.kind == .delete,
-                authority.clientID,
-            ])
-            touched.insert(change.id)
-            results.append(ChangeResult(changeId: change.changeId, accepted: true))
-        }
-        // Every new verdict that depends on the records is kept, in this same transaction
-        // (rejections too: a replay must not be applied later, when it might no longer
-        // lose). Invalid content and a missing permission are decided the same way each
-        // time, so they cost no row.
-        if let client = authority.clientID {
-            for result in results where !replayed.contains(result.changeId) {
-                if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
-                try remember.execute(arguments: [
-                    ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message,
-                    digests[result.changeId], now,
-                ])
-            }
-        }
-        guard !touched.isEmpty else { return (results, ref.revision) }
-        try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])
-        return (results, next)
     }
 }
 

@@ -1,0 +1,217 @@
+import Foundation
+import GRDB
+import InstantProtocol
+
+/// How one batch of changes is decided and written, inside the write transaction that
+/// syncs it (``ServerDatabase/applyClientChanges(document:layer:request:identity:)``, and
+/// the backend API's writes).
+extension ServerDatabase {
+    /// A record as a batch's changes see it: read for the whole batch before the first
+    /// change, then kept up to date by the batch's own writes, which are the only writes in
+    /// its transaction.
+    struct RecordState {
+        var revision: Int64
+        var deleted: Bool
+        var createdBy: String?
+        /// The (user-scoped) client id of the last writer; nil for the backend API.
+        var writer: String?
+    }
+
+    /// A verdict kept for a client's change (`appliedChange`), given again to a replay.
+    struct RecordedVerdict {
+        var accepted: Bool
+        var reason: RejectionReason?
+        var message: String?
+        /// SHA-256 of the change as sent then (``digest(_:contentBytes:)``).
+        var digest: Data
+    }
+
+    /// How many ids one read names: under the 999 variables older SQLite builds allow.
+    static let idsPerRead = 500
+
+    /// The heart of sync: each change is checked against the record as it stands now.
+    ///
+    /// - `create` loses to a live record with that id;
+    /// - `update` and `delete` lose when the record is gone, or (for clients) when someone
+    ///   else changed it after the client's base revision; a record this same batch
+    ///   changed may be changed again.
+    ///
+    /// All accepted changes share one new revision. The batch's records and its client's
+    /// earlier verdicts are read in a few statements up front, not one per change.
+    static func apply(
+        _ changes: [ClientChange], to ref: LayerRef, authority: WriteAuthority, in db: Database
+    ) throws -> ([ChangeResult], Int64) {
+        let next = ref.revision + 1
+        var results: [ChangeResult] = []
+        results.reserveCapacity(changes.count)
+        // The digest of changes[i], for results[i] (one verdict per change, in order).
+        var digests: [Data?] = []
+        digests.reserveCapacity(changes.count)
+        var replayed = Set<Int64>()
+        // Records are keyed by their stored bytes: two ids Swift calls equal (canonically
+        // equivalent Unicode) are two records.
+        var touched = Set<Data>()
+        let earlier =
+            try authority.clientID.map {
+                try recordedVerdicts(client: $0, changeIds: changes.map(\.changeId), layer: ref.id, in: db)
+            } ?? [:]
+        var records = authority.canWrite ? try recordStates(changes.map(\.id.blob), layer: ref.id, in: db) : [:]
+        let remember = try db.cachedStatement(
+            sql: """
+                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        // Formatted once: a Date becomes its text on every binding.
+        let now = Date().databaseValue
+        let upsert = try db.cachedStatement(
+            sql: """
+                INSERT INTO record (layerId, annotationId, content, createdBy, updatedBy, revision, deleted, writer)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (layerId, annotationId) DO UPDATE SET
+                    content = excluded.content, createdBy = excluded.createdBy,
+                    updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted,
+                    writer = excluded.writer
+                """)
+        for change in changes {
+            // Canonical bytes made once, for the digest and for the stored record.
+            let contentBytes = change.content?.jsonBytes()
+            let digest = authority.clientID == nil ? nil : Self.digest(change, contentBytes: contentBytes)
+            digests.append(digest)
+            if let verdict = earlier[change.changeId] {
+                guard verdict.digest == digest else {
+                    throw ProtocolError(
+                        .invalidRequest,
+                        "changeId \(change.changeId) was sent before as another change; a change id names one change, for ever"
+                    )
+                }
+                // Sent before, and decided: the same verdict, not applied again.
+                results.append(
+                    ChangeResult(
+                        changeId: change.changeId, accepted: verdict.accepted, reason: verdict.reason,
+                        message: verdict.message, replayed: true))
+                replayed.insert(change.changeId)
+                continue
+            }
+            func reject(_ reason: RejectionReason, _ message: String) {
+                results.append(
+                    ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
+            }
+            guard authority.canWrite else {
+                results.append(Self.writeRefused(change))
+                continue
+            }
+            let key = change.id.blob
+            let existing = records[key]
+            let live = existing.map { !$0.deleted } ?? false
+            let changedSinceBase: Bool = {
+                guard let base = authority.baseRevision, let existing, !touched.contains(key) else { return false }
+                // A client never conflicts with itself: its own earlier write is no news.
+                if let client = authority.clientID, existing.writer == client { return false }
+                return existing.revision > base
+            }()
+            var content: String?
+            if change.kind != .delete {
+                guard let value = change.content, let contentBytes else {
+                    reject(.invalidAnnotation, "a \(change.kind.rawValue) needs content")
+                    continue
+                }
+                do {
+                    try InstantJSON.validateAnnotation(value)
+                } catch {
+                    reject(.invalidAnnotation, error.message)
+                    continue
+                }
+                content = String(decoding: contentBytes, as: UTF8.self)
+            }
+            var createdBy = existing?.createdBy
+            switch change.kind {
+            case .create:
+                if live && !authority.createReplaces {
+                    reject(.alreadyExists, "an annotation with this id exists")
+                    continue
+                }
+                if !live { createdBy = authority.userID }
+            case .update, .delete:
+                guard live else {
+                    reject(.notFound, "the annotation does not exist (it may have been deleted)")
+                    continue
+                }
+                guard !changedSinceBase else {
+                    reject(.conflict, "the annotation changed after revision \(authority.baseRevision ?? 0)")
+                    continue
+                }
+            }
+            try upsert.execute(arguments: [
+                ref.id, key, content, createdBy, authority.userID, next, change.kind == .delete, authority.clientID,
+            ])
+            records[key] = RecordState(
+                revision: next, deleted: change.kind == .delete, createdBy: createdBy, writer: authority.clientID)
+            touched.insert(key)
+            results.append(ChangeResult(changeId: change.changeId, accepted: true))
+        }
+        // Every new verdict that depends on the records is kept, in this same transaction
+        // (rejections too: a replay must not be applied later, when it might no longer
+        // lose). Invalid content and a missing permission are decided the same way each
+        // time, so they cost no row.
+        if let client = authority.clientID {
+            for (result, digest) in zip(results, digests) where !replayed.contains(result.changeId) {
+                if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
+                try remember.execute(arguments: [
+                    ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message,
+                    digest, now,
+                ])
+            }
+        }
+        guard !touched.isEmpty else { return (results, ref.revision) }
+        try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])
+        return (results, next)
+    }
+
+    /// The stored records (live or tombstones) of `ids` in a layer, by stored id; an id
+    /// without a record is absent. Read ``idsPerRead`` ids per statement.
+    static func recordStates(_ ids: [Data], layer: Int64, in db: Database) throws -> [Data: RecordState] {
+        let unique = Array(Set(ids))
+        var states: [Data: RecordState] = [:]
+        states.reserveCapacity(unique.count)
+        for start in stride(from: 0, to: unique.count, by: idsPerRead) {
+            let chunk = unique[start..<min(start + idsPerRead, unique.count)]
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT annotationId, revision, deleted, createdBy, writer FROM record
+                        WHERE layerId = ? AND annotationId IN (\(marks))
+                        """),
+                arguments: StatementArguments([layer] + chunk.map { $0 as any DatabaseValueConvertible }))
+            while let row = try rows.next() {
+                states[row[0]] = RecordState(revision: row[1], deleted: row[2], createdBy: row[3], writer: row[4])
+            }
+        }
+        return states
+    }
+
+    /// The verdicts kept for `client`'s changes among `changeIds` in a layer, by change id,
+    /// read in one range of the client's own verdicts.
+    static func recordedVerdicts(client: String, changeIds: [Int64], layer: Int64, in db: Database) throws
+        -> [Int64: RecordedVerdict]
+    {
+        guard let low = changeIds.min(), let high = changeIds.max() else { return [:] }
+        let wanted = Set(changeIds)
+        var verdicts: [Int64: RecordedVerdict] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT changeId, accepted, reason, message, digest FROM appliedChange
+                    WHERE layerId = ? AND clientId = ? AND changeId BETWEEN ? AND ?
+                    """),
+            arguments: [layer, client, low, high])
+        while let row = try rows.next() {
+            let changeId: Int64 = row[0]
+            guard wanted.contains(changeId) else { continue }
+            verdicts[changeId] = RecordedVerdict(
+                accepted: row[1], reason: (row[2] as String?).flatMap(RejectionReason.init(rawValue:)),
+                message: row[3], digest: row[4])
+        }
+        return verdicts
+    }
+}

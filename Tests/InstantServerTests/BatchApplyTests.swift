@@ -1,0 +1,112 @@
+import Foundation
+import InstantProtocol
+import Testing
+import ServerTestSupport
+
+/// A sync's batch is decided against records and verdicts read up front, in chunks: every
+/// chunk is seen, the batch's own writes count, and ids are the bytes the client sent.
+@Suite struct BatchApplyTests {
+    /// More records than one read names (500), so that a lost chunk would show.
+    let count = 1_201
+
+    @Test func aBatchLargerThanOneReadSeesEveryRecordAndItsOwnWrites() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let bob = try await server.token(document: "d", user: "bob")
+            let created = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", baseRevision: 0,
+                    changes: (0..<count).map {
+                        ClientChange(changeId: Int64($0 + 1), kind: .create, id: "r\($0)", content: annotation("\($0)"))
+                    }))
+            #expect(created.results.allSatisfy { $0.accepted } && created.revision == 1)
+
+            // Bob: every record exists (creates lose, updates win), and a record this
+            // batch deletes is gone for the batch's next change.
+            var changes = (0..<count).map {
+                ClientChange(changeId: Int64($0 + 1), kind: .update, id: "r\($0)", content: annotation("bob \($0)"))
+            }
+            changes.append(ClientChange(changeId: 5_000, kind: .create, id: "r\(count - 1)", content: annotation("x")))
+            changes.append(ClientChange(changeId: 5_001, kind: .delete, id: "r0"))
+            changes.append(ClientChange(changeId: 5_002, kind: .update, id: "r0", content: annotation("late")))
+            changes.append(ClientChange(changeId: 5_003, kind: .create, id: "r0", content: annotation("again")))
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(clientId: "bob-0123456789abcdef", epoch: created.epoch, baseRevision: 1, changes: changes))
+            #expect(bobs.results.prefix(count).allSatisfy { $0.accepted })
+            #expect(bobs.results.suffix(4).map(\.reason) == [.alreadyExists, nil, .notFound, nil])
+            #expect(bobs.revision == 2)
+
+            // Ana from her old base: Bob changed every record since, in every chunk.
+            let stale = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
+                    changes: (0..<count).map {
+                        ClientChange(
+                            changeId: Int64(count + $0 + 1), kind: .update, id: "r\($0)", content: annotation("ana"))
+                    }))
+            #expect(stale.results.allSatisfy { $0.reason == .conflict })
+            #expect(stale.revision == 2)
+        }
+    }
+
+    /// A replay is found among many verdicts of the same client with ids between, which
+    /// are not taken for it; a fresh change past them is applied.
+    @Test func aReplayAmongManyVerdictsGetsItsOwn() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let changes = (0..<count).map {
+                ClientChange(changeId: Int64($0 + 1), kind: .create, id: "r\($0)", content: annotation("\($0)"))
+            }
+            let first = try await server.sync(
+                "d", token: ana, SyncRequest(clientId: "ana-0123456789abcdef", baseRevision: 0, changes: changes))
+            let again = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: first.epoch, baseRevision: 0,
+                    changes: [
+                        changes[0], changes[count - 1],
+                        ClientChange(changeId: 9_999, kind: .create, id: "new", content: annotation("new")),
+                    ]))
+            #expect(again.results.map(\.replayed) == [true, true, false])
+            #expect(again.results.map(\.accepted) == [true, true, true])
+            #expect(again.revision == 2)
+            // The same id for another change is still refused, wherever it lies.
+            await #expect(throws: (any Error).self) {
+                _ = try await server.sync(
+                    "d", token: ana,
+                    SyncRequest(
+                        clientId: "ana-0123456789abcdef", epoch: first.epoch, baseRevision: 2,
+                        changes: [ClientChange(changeId: 600, kind: .delete, id: "r0")]))
+            }
+        }
+    }
+
+    /// Ids Swift calls equal (canonically equivalent Unicode) are different bytes, so
+    /// different annotations, also inside one batch.
+    @Test func canonicallyEquivalentIdsAreTwoAnnotations() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let composed = "caf\u{E9}"
+            let decomposed = "cafe\u{301}"
+            #expect(composed == decomposed)
+            let answer = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", baseRevision: 0,
+                    changes: [
+                        ClientChange(changeId: 1, kind: .create, id: composed, content: annotation("one")),
+                        ClientChange(changeId: 2, kind: .create, id: decomposed, content: annotation("two")),
+                        ClientChange(changeId: 3, kind: .delete, id: composed),
+                    ]))
+            #expect(answer.results.map(\.accepted) == [true, true, true])
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            #expect(snapshot.records.map { Array($0.id.utf8) } == [Array(decomposed.utf8)])
+        }
+    }
+}
