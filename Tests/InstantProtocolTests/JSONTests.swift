@@ -57,9 +57,26 @@ struct JSONTests {
         #expect(failure("[1, 2 3]")?.hasSuffix("(at byte 6)") == true)
     }
 
-    @Test func refusesInvalidUTF8() {
-        for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0x5C, 0x6E, 0xC3, 0x22]] {
+    @Test func refusesInvalidUTF8() throws {
+        for bytes: [UInt8] in [
+            [0x22, 0xFF, 0x22], [0x22, 0x5C, 0x6E, 0xC3, 0x22], [0x22, 0x61, 0x62, 0x80, 0x22],
+            [0x7B, 0x22, 0x61, 0xC3, 0x22, 0x3A, 0x31, 0x7D],
+        ] {
             #expect(throws: ProtocolError.self) { try JSONValue.parse(bytes) }
+        }
+        // ASCII, and valid UTF-8 after ASCII, are read as they are.
+        #expect(try JSONValue.parse(Array(#"{"ab":"cd","é":"xé"}"#.utf8)) == .object(["ab": "cd", "é": "xé"]))
+    }
+
+    @Test func aDuplicateKeyIsFoundWhereverItIsAndNamedAtItsPlace() {
+        #expect(failure(#"{"a":1,"b":2,"a":3}"#)?.hasSuffix("(at byte 13)") == true)
+        #expect(failure(#"{"b":{"x":1,"x":1},"a":1}"#)?.contains(#"the key "x" appears twice"#) == true)
+        #expect(failure(#"{"a":1,"a":{"b":1}}"#)?.contains(#"the key "a" appears twice"#) == true)
+    }
+
+    @Test func integersAreWrittenExactly() {
+        for number: Int64 in [0, 7, -1, 10, -10, 1_000_000, .max, .min, .max - 1, .min + 1] {
+            #expect(canonical(.integer(number)) == String(number))
         }
     }
 

@@ -53,12 +53,13 @@ struct JSONReader {
     private mutating func object() throws(ProtocolError) -> JSONValue {
         try enter()
         index += 1
-        var members: [String: JSONValue] = [:]
+        // Members are collected first, so the dictionary is made once at its size.
+        var pairs: [(key: String, value: JSONValue, start: Int)] = []
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
         while true {
             guard peek() == UInt8(ascii: "\"") else { throw failure("expected a string key in an object") }
@@ -67,11 +68,7 @@ struct JSONReader {
             skipWhitespace()
             try expect(UInt8(ascii: ":"), "expected ':' after an object key")
             skipWhitespace()
-            let member = try value()
-            guard members.updateValue(member, forKey: key) == nil else {
-                index = start
-                throw failure("the key \"\(key)\" appears twice in one object")
-            }
+            pairs.append((key, try value(), start))
             skipWhitespace()
             if peek() == UInt8(ascii: ",") {
                 index += 1
@@ -80,6 +77,11 @@ struct JSONReader {
             }
             try expect(UInt8(ascii: "}"), "expected ',' or '}' in an object")
             depth -= 1
+            var members = [String: JSONValue](minimumCapacity: pairs.count)
+            for pair in pairs where members.updateValue(pair.value, forKey: pair.key) != nil {
+                index = pair.start
+                throw failure("the key \"\(pair.key)\" appears twice in one object")
+            }
             return .object(members)
         }
     }
@@ -180,11 +182,15 @@ struct JSONReader {
     private mutating func string() throws(ProtocolError) -> String {
         index += 1
         let start = index
+        // ORed bytes: ASCII text (most keys and values) needs no UTF-8 validation.
+        var high: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
+            high |= byte
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     index = start
                     throw failure("a string is not valid UTF-8")

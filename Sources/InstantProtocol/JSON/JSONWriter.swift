@@ -60,7 +60,7 @@ public struct JSONWriter: Sendable {
         switch value {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
-        case .integer(let number): bytes.append(contentsOf: String(number).utf8)
+        case .integer(let number): writeInteger(number)
         case .double(let number):
             if number.isFinite { bytes.append(contentsOf: number.description.utf8) } else { append("null") }
         case .string(let text): write(text)
@@ -73,13 +73,30 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
             bytes.append(UInt8(ascii: "{"))
-            for (position, key) in members.keys.sorted().enumerated() {
+            // The members sorted, not the keys: no lookup back into the dictionary.
+            for (position, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if position > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(key)
+                write(member.key)
                 bytes.append(UInt8(ascii: ":"))
-                if let member = members[key] { write(member) }
+                write(member.value)
             }
             bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends `number` in decimal, without making a `String` of it.
+    mutating func writeInteger(_ number: Int64) {
+        var magnitude = number.magnitude
+        // 20 digits hold UInt64.max; filled from the end.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var first = digits.count
+            repeat {
+                first -= 1
+                digits[first] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if number < 0 { bytes.append(UInt8(ascii: "-")) }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
         }
     }
 
