@@ -136,7 +136,8 @@ actor SyncEngine {
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
-            let layer = try descriptor.openLayer()
+            // Opening reads (and may migrate) the file: off the cooperative pool too.
+            let layer = try await Offload.run { try descriptor.openLayer() }
             repeat {
                 again = false
                 try Task.checkCancellation()
@@ -156,7 +157,7 @@ actor SyncEngine {
                 try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
-                if try layer.pendingChangeCount() > 0 { again = true }
+                if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
             retryAttempt = 0
             awaitingAuthentication = false

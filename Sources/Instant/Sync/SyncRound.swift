@@ -34,14 +34,16 @@ struct SyncRound {
     /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
-        let pending = try layer.pendingChanges(limit: batchLimit)
-        var meta = try layer.metadata()
+        let limit = batchLimit
+        let (pending, read) = try await onDisk { layer in (try layer.pendingChanges(limit: limit), try layer.metadata())
+        }
+        var meta = read
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as
             // changed by another writer: start from a snapshot, as the protocol says.
             try await reset()
-            meta = try layer.metadata()
+            meta = try await onDisk { layer in try layer.metadata() }
         }
         guard let clientID = meta.clientID else {
             throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
@@ -71,7 +73,7 @@ struct SyncRound {
             try await reset(acknowledgingThrough: pending[0].sequence)
             var outcome = Outcome(sentChanges: true)
             outcome.lost = [
-                try lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
+                try await lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
             ]
             return outcome
         case .failure(let failure):
@@ -115,17 +117,27 @@ struct SyncRound {
             ownLeft = 0
             // Records still under a local change not decided by this answer keep showing it:
             // the server's version is not what the layer shows, so it is not reported.
-            let held = theirs.isEmpty ? [:] : try layer.recordStates(among: theirs.map(\.id))
-            let shadowed = theirs.isEmpty ? [] : try layer.pendingAnnotationIDs(after: acknowledged)
+            let ids = theirs.map(\.id)
+            let (held, shadowed) =
+                ids.isEmpty
+                ? ([:], [])
+                : try await onDisk { layer in
+                    (try layer.recordStates(among: ids), try layer.pendingAnnotationIDs(after: acknowledged))
+                }
             let last = page.next == nil
             let needsSnapshot =
                 last
                 && (rejected.contains { !changed.contains($0.0.annotationID) }
                     || replayed.contains { !changed.contains($0.0.annotationID) })
             let finishes = last && !needsSnapshot
-            try layer.applyServerChanges(
-                try page.changes.map(Self.storeChange), newRevision: finishes ? page.revision : nil, epoch: page.epoch,
-                acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged, contentChecked: true)
+            let stored = try page.changes.map(Self.storeChange)
+            let (revision, epoch) = (page.revision, page.epoch)
+            try await onDisk { layer in
+                try layer.applyServerChanges(
+                    stored, newRevision: finishes ? revision : nil, epoch: epoch,
+                    acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged,
+                    contentChecked: true)
+            }
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains($0.id) }, held: held))
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
@@ -147,16 +159,25 @@ struct SyncRound {
         var outcome = Outcome(sentChanges: !pending.isEmpty)
         for (change, result) in rejected {
             let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
-            outcome.lost.append(try lostChange(change, reason: reason, message: result.message))
+            outcome.lost.append(try await lostChange(change, reason: reason, message: result.message))
         }
         return outcome
     }
 
+    /// Runs store work (SQLite, and the fsync of a commit) off Swift's cooperative pool: a
+    /// round that waits for the disk must not hold one of its threads, which are as few as
+    /// the cores.
+    func onDisk<T: Sendable>(_ body: @escaping @Sendable (LayerDatabase) throws -> T) async throws -> T {
+        let layer = self.layer
+        return try await Offload.run { try body(layer) }
+    }
+
     /// A rejected change, with the record as the server has it now.
-    private func lostChange(_ change: PendingChange, reason: InstantLostChange.Reason, message: String?) throws
+    private func lostChange(_ change: PendingChange, reason: InstantLostChange.Reason, message: String?) async throws
         -> InstantLostChange
     {
-        let winner = try layer.annotation(id: change.annotationID)
+        let id = change.annotationID
+        let winner = try await onDisk { layer in try layer.annotation(id: id) }
         return InstantLostChange(
             annotationID: change.annotationID, kind: InstantLostChange.Kind(rawValue: change.kind.rawValue) ?? .update,
             lostContent: change.content.flatMap { try? JSONValue.parse($0) }, reason: reason, message: message,
@@ -198,10 +219,13 @@ struct SyncRound {
             }
             // Read before the snapshot's transaction: a local change another process makes in
             // between can be misreported (never misapplied).
-            let before = try layer.annotations()
-            let local = try layer.pendingAnnotationIDs(after: acknowledged)
-            try layer.applySnapshot(
-                stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
+            let (before, local) = try await onDisk { layer in
+                let before = try layer.annotations()
+                let local = try layer.pendingAnnotationIDs(after: acknowledged)
+                try layer.applySnapshot(
+                    stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
+                return (before, local)
+            }
             onReceive(
                 Self.snapshotChanges(
                     before: before, after: zip(records, stored).map { ($0.1, $0.0.content) }, local: local,

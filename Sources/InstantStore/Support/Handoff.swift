@@ -9,7 +9,7 @@ struct Handoff<Value>: @unchecked Sendable {
 }
 
 /// Blocking work off Swift's cooperative pool.
-enum Offload {
+package enum Offload {
     /// Runs blocking work on a thread of dispatch's and waits for it without blocking a
     /// thread of Swift's cooperative pool. The work goes to a serial queue of its own,
     /// which runs on dispatch's overcommit threads: reused from one call to the next (a
@@ -17,7 +17,7 @@ enum Offload {
     /// are blocked. Not on a global concurrent queue: the work itself waits for work it
     /// puts there (``Parallel``), and on a machine with few cores that queue's threads are
     /// as few as the cores, too few for both.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue(label: "instant-store.blocking").async {
                 continuation.resume(with: Result { try body() })
