@@ -3,6 +3,8 @@ import InstantProtocol
 import Testing
 import ServerTestSupport
 
+@testable import InstantServer
+
 /// A sync's batch is decided against records and verdicts read up front, in chunks: every
 /// chunk is seen, the batch's own writes count, and ids are the bytes the client sent.
 @Suite struct BatchApplyTests {
@@ -107,6 +109,38 @@ import ServerTestSupport
             #expect(answer.results.map(\.accepted) == [true, true, true])
             let snapshot = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
             #expect(snapshot.records.map { Array($0.id.utf8) } == [Array(decomposed.utf8)])
+        }
+    }
+
+    /// Ids sharing a long prefix (Foundation hashes only a `Data`'s first 80 bytes) must
+    /// not all land in one bucket: a batch of them would take quadratic time inside the
+    /// write transaction, stalling every writer of the server.
+    @Test func recordKeysHashEveryByte() {
+        let prefix = String(repeating: "tenant/namespace/", count: 10)
+        let keys = (0..<64).map { ServerDatabase.RecordKey(prefix + "\($0)") }
+        #expect(Set(keys.map(\.hashValue)).count == keys.count)
+        #expect(ServerDatabase.RecordKey("caf\u{E9}") != ServerDatabase.RecordKey("cafe\u{301}"))
+    }
+
+    /// Change ids spread far wider than their number are looked up one by one, and a
+    /// replay among them still gets its verdict.
+    @Test func sparseChangeIdsStillFindTheirVerdicts() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let far = ClientChange(changeId: .max, kind: .create, id: "far", content: annotation("far"))
+            let near = ClientChange(changeId: .min, kind: .create, id: "near", content: annotation("near"))
+            let first = try await server.sync(
+                "d", token: ana, SyncRequest(clientId: "ana-0123456789abcdef", baseRevision: 0, changes: [near, far]))
+            #expect(first.results.map(\.accepted) == [true, true])
+            let again = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: first.epoch, baseRevision: 0,
+                    changes: [near, ClientChange(changeId: 0, kind: .update, id: "far", content: annotation("x")), far])
+            )
+            #expect(again.results.map(\.replayed) == [true, false, true])
+            #expect(again.results.map(\.accepted) == [true, true, true])
         }
     }
 }

@@ -29,6 +29,18 @@ extension ServerDatabase {
     /// How many ids one read names: under the 999 variables older SQLite builds allow.
     static let idsPerRead = 500
 
+    /// An annotation id as stored: its UTF-8 bytes. Two ids Swift calls equal (canonically
+    /// equivalent Unicode) are two records, and the hash covers every byte (`Data`'s own
+    /// hashes the first 80 only, so ids sharing a long prefix would all collide).
+    struct RecordKey: Hashable {
+        let bytes: Data
+
+        init(_ id: String) { bytes = id.blob }
+        init(bytes: Data) { self.bytes = bytes }
+
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+
     /// The heart of sync: each change is checked against the record as it stands now.
     ///
     /// - `create` loses to a live record with that id;
@@ -48,14 +60,13 @@ extension ServerDatabase {
         var digests: [Data?] = []
         digests.reserveCapacity(changes.count)
         var replayed = Set<Int64>()
-        // Records are keyed by their stored bytes: two ids Swift calls equal (canonically
-        // equivalent Unicode) are two records.
-        var touched = Set<Data>()
+        var touched = Set<RecordKey>()
         let earlier =
             try authority.clientID.map {
                 try recordedVerdicts(client: $0, changeIds: changes.map(\.changeId), layer: ref.id, in: db)
             } ?? [:]
-        var records = authority.canWrite ? try recordStates(changes.map(\.id.blob), layer: ref.id, in: db) : [:]
+        var records =
+            authority.canWrite ? try recordStates(changes.map { RecordKey($0.id) }, layer: ref.id, in: db) : [:]
         let remember = try db.cachedStatement(
             sql: """
                 INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
@@ -100,7 +111,7 @@ extension ServerDatabase {
                 results.append(Self.writeRefused(change))
                 continue
             }
-            let key = change.id.blob
+            let key = RecordKey(change.id)
             let existing = records[key]
             let live = existing.map { !$0.deleted } ?? false
             let changedSinceBase: Bool = {
@@ -142,7 +153,8 @@ extension ServerDatabase {
                 }
             }
             try upsert.execute(arguments: [
-                ref.id, key, content, createdBy, authority.userID, next, change.kind == .delete, authority.clientID,
+                ref.id, key.bytes, content, createdBy, authority.userID, next, change.kind == .delete,
+                authority.clientID,
             ])
             records[key] = RecordState(
                 revision: next, deleted: change.kind == .delete, createdBy: createdBy, writer: authority.clientID)
@@ -167,50 +179,61 @@ extension ServerDatabase {
         return (results, next)
     }
 
-    /// The stored records (live or tombstones) of `ids` in a layer, by stored id; an id
-    /// without a record is absent. Read ``idsPerRead`` ids per statement.
-    static func recordStates(_ ids: [Data], layer: Int64, in db: Database) throws -> [Data: RecordState] {
+    /// The stored records (live or tombstones) of `ids` in a layer; an id without a record
+    /// is absent. Read ``idsPerRead`` ids per statement.
+    static func recordStates(_ ids: [RecordKey], layer: Int64, in db: Database) throws -> [RecordKey: RecordState] {
         let unique = Array(Set(ids))
-        var states: [Data: RecordState] = [:]
+        var states: [RecordKey: RecordState] = [:]
         states.reserveCapacity(unique.count)
         for start in stride(from: 0, to: unique.count, by: idsPerRead) {
             let chunk = unique[start..<min(start + idsPerRead, unique.count)]
-            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            let sql = """
+                SELECT annotationId, revision, deleted, createdBy, writer FROM record
+                WHERE layerId = ? AND annotationId IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ",")))
+                """
+            // Only full chunks' statement is kept: a last chunk of each size would stay too.
+            let statement = try chunk.count == idsPerRead ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
             let rows = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql: """
-                        SELECT annotationId, revision, deleted, createdBy, writer FROM record
-                        WHERE layerId = ? AND annotationId IN (\(marks))
-                        """),
-                arguments: StatementArguments([layer] + chunk.map { $0 as any DatabaseValueConvertible }))
+                statement,
+                arguments: StatementArguments([layer] + chunk.map { $0.bytes as any DatabaseValueConvertible }))
             while let row = try rows.next() {
-                states[row[0]] = RecordState(revision: row[1], deleted: row[2], createdBy: row[3], writer: row[4])
+                states[RecordKey(bytes: row[0])] = RecordState(
+                    revision: row[1], deleted: row[2], createdBy: row[3], writer: row[4])
             }
         }
         return states
     }
 
-    /// The verdicts kept for `client`'s changes among `changeIds` in a layer, by change id,
-    /// read in one range of the client's own verdicts.
+    /// The verdicts kept for `client`'s changes among `changeIds` in a layer, by change id.
+    ///
+    /// A client numbers its changes in sequence, so they are read as one range of its own
+    /// verdicts; ids spread far wider than their number (which would read every verdict
+    /// between) are looked up one by one.
     static func recordedVerdicts(client: String, changeIds: [Int64], layer: Int64, in db: Database) throws
         -> [Int64: RecordedVerdict]
     {
         guard let low = changeIds.min(), let high = changeIds.max() else { return [:] }
-        let wanted = Set(changeIds)
+        let columns = "SELECT changeId, accepted, reason, message, digest FROM appliedChange"
         var verdicts: [Int64: RecordedVerdict] = [:]
-        let rows = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT changeId, accepted, reason, message, digest FROM appliedChange
-                    WHERE layerId = ? AND clientId = ? AND changeId BETWEEN ? AND ?
-                    """),
-            arguments: [layer, client, low, high])
-        while let row = try rows.next() {
-            let changeId: Int64 = row[0]
-            guard wanted.contains(changeId) else { continue }
-            verdicts[changeId] = RecordedVerdict(
+        func keep(_ row: Row) {
+            verdicts[row[0]] = RecordedVerdict(
                 accepted: row[1], reason: (row[2] as String?).flatMap(RejectionReason.init(rawValue:)),
                 message: row[3], digest: row[4])
+        }
+        let (span, overflow) = high.subtractingReportingOverflow(low)
+        guard !overflow, span < 2 * Int64(changeIds.count) + 64 else {
+            let one = try db.cachedStatement(sql: "\(columns) WHERE layerId = ? AND clientId = ? AND changeId = ?")
+            for changeId in changeIds {
+                if let row = try Row.fetchOne(one, arguments: [layer, client, changeId]) { keep(row) }
+            }
+            return verdicts
+        }
+        let wanted = Set(changeIds)
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: "\(columns) WHERE layerId = ? AND clientId = ? AND changeId BETWEEN ? AND ?"),
+            arguments: [layer, client, low, high])
+        while let row = try rows.next() {
+            if wanted.contains(row[0]) { keep(row) }
         }
         return verdicts
     }

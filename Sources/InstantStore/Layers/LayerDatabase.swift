@@ -356,10 +356,12 @@ public final class LayerDatabase: Sendable {
                 ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
                 """)
         let markDeleted = try db.cachedStatement(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?")
-        let wanted = only.map { Set($0.map(\.storedBytes)) }
+        // Byte arrays, not `Data`: its hash covers the first 80 bytes only, and a page of
+        // ids sharing a longer prefix would make this quadratic.
+        let wanted = only.map { Set($0.map { [UInt8]($0.storedBytes) }) }
         for row in rows {
             let id: Data = row["annotationId"]
-            if let wanted, !wanted.contains(id) { continue }
+            if let wanted, !wanted.contains([UInt8](id)) { continue }
             if let content: Data = row["content"], row["kind"] != "delete" {
                 try upsert.execute(arguments: [id, content])
             } else {
