@@ -43,6 +43,27 @@ import Testing
         #expect(try layer.annotation(id: "c") == nil && layer.pendingChangeCount() == 2)
     }
 
+    /// Ids Swift calls equal (canonically equivalent Unicode) are two records, whose
+    /// pending changes are each put back over a page that brings both.
+    @Test func aPageKeepsEachSpellingsPendingChangeShowing() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+        try layer.applyServerChanges(
+            [composed, decomposed].map { ServerChange(annotationID: $0, content: note("server"), revision: 1) },
+            newRevision: 1, acknowledgedThrough: nil)
+        try layer.update(id: composed, content: note("mine 1"))
+        try layer.update(id: decomposed, content: note("mine 2"))
+        // A page from another writer brings both back; neither local change is decided.
+        try layer.applyServerChanges(
+            [composed, decomposed].map { ServerChange(annotationID: $0, content: note("theirs"), revision: 2) },
+            newRevision: nil, acknowledgedThrough: nil)
+        let shown = try layer.annotations().map { (Array($0.id.utf8), $0.content) }
+        #expect(shown.count == 2)
+        #expect(shown.first { $0.0 == Array(composed.utf8) }?.1 == note("mine 1"))
+        #expect(shown.first { $0.0 == Array(decomposed.utf8) }?.1 == note("mine 2"))
+    }
+
     /// The numbers `sync --watch` counts sent changes with: pending now, and ever made.
     @Test func changeCountsTellPendingFromEverMade() throws {
         let scratch = try Scratch()

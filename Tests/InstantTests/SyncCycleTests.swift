@@ -350,6 +350,34 @@ import Testing
         }
     }
 
+    /// The refused change's id and one the answer brings back are two spellings Swift
+    /// calls equal (canonically equivalent Unicode): two records, so the refused one is
+    /// still restored from a snapshot.
+    @Test func aRefusedChangeIsRestoredAlsoWhenTheAnswerBringsAnotherSpellingOfItsID() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let token = try await h.server.token(
+                document: "doc", user: "reader", permissions: ["read-document", "download"])
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try await descriptor.download(usingJWT: token).result()
+            let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+            try descriptor.editableDocument.add(note("not allowed", id: decomposed))
+            // Another writer creates the other spelling after the reader's base.
+            let writer = try await h.server.token(document: "doc", user: "writer")
+            _ = try await h.server.sync(
+                "doc", token: writer,
+                SyncRequest(
+                    clientId: "writer-0123456789abcdef", baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: composed, content: note("theirs"))]))
+            try await descriptor.sync().result()
+            let shown = try descriptor.editableDocument.annotations().map { Array($0.id.utf8) }
+            #expect(shown == [Array(composed.utf8)], "the refused note must be gone")
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
     @Test func aChangeLargerThanTheServerTakesDoesNotBlockLaterOnes() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -99,7 +99,9 @@ struct SyncRound {
         // snapshot rather than from our pending change.
         let replayed = zip(pending, response.results).filter { $0.1.accepted && $0.1.replayed }
         let acknowledged = pending.last?.sequence
-        var changed = Set<String>()
+        // By the ids' bytes: two ids Swift calls equal (canonically equivalent Unicode) are
+        // two records, and one coming back does not stand for the other.
+        var changed = Set<[UInt8]>()
         var page = response
         // The records our changes wrote now are not in the answer: they are those changes,
         // at `ownRevision`. They go first, in the first page's transaction; what the
@@ -112,7 +114,7 @@ struct SyncRound {
             zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }.map { ($0.0.id, $0.0) },
             uniquingKeysWith: { $1 })
         while true {
-            changed.formUnion(page.changes.map(\.id))
+            changed.formUnion(page.changes.map { Array($0.id.utf8) })
             let theirs = page.changes.dropFirst(ownLeft).filter { !Self.isOwn($0, ours) }
             ownLeft = 0
             // Records still under a local change not decided by this answer keep showing it:
@@ -127,8 +129,8 @@ struct SyncRound {
             let last = page.next == nil
             let needsSnapshot =
                 last
-                && (rejected.contains { !changed.contains($0.0.annotationID) }
-                    || replayed.contains { !changed.contains($0.0.annotationID) })
+                && (rejected.contains { !changed.contains(Array($0.0.annotationID.utf8)) }
+                    || replayed.contains { !changed.contains(Array($0.0.annotationID.utf8)) })
             let finishes = last && !needsSnapshot
             let stored = try page.changes.map(Self.storeChange)
             let (revision, epoch) = (page.revision, page.epoch)

@@ -139,7 +139,7 @@ extension LayerDatabase {
             // still show them. Changes the server has decided (through `decidedThrough`,
             // dropped on the last page) are not put back over its answer: the page holds
             // their outcome, or a later writer's.
-            try LayerDatabase.reapplyPending(db, to: Set(changes.map(\.annotationID)), after: decidedThrough)
+            try LayerDatabase.reapplyPending(db, to: changes.map(\.annotationID), after: decidedThrough)
             if let newRevision {
                 try db.execute(
                     sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)",

@@ -345,7 +345,7 @@ public final class LayerDatabase: Sendable {
     /// replaced them), so the local view keeps every unacknowledged change.
     /// With `only`, just the pending changes of those annotations (the records a page of
     /// server changes replaced).
-    static func reapplyPending(_ db: Database, to only: Set<String>? = nil, after decided: Int64? = nil) throws {
+    static func reapplyPending(_ db: Database, to only: [String]? = nil, after decided: Int64? = nil) throws {
         if let only, only.isEmpty { return }
         let rows = try Row.fetchAll(
             db, sql: "SELECT annotationId, kind, content FROM localChange WHERE seq > ? ORDER BY seq",
@@ -356,8 +356,9 @@ public final class LayerDatabase: Sendable {
                 ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
                 """)
         let markDeleted = try db.cachedStatement(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?")
-        // Byte arrays, not `Data`: its hash covers the first 80 bytes only, and a page of
-        // ids sharing a longer prefix would make this quadratic.
+        // By the ids' bytes, as stored: not `String`s (two canonically equivalent spellings
+        // are two records), and not `Data` (its hash covers the first 80 bytes only, and a
+        // page of ids sharing a longer prefix would make this quadratic).
         let wanted = only.map { Set($0.map { [UInt8]($0.storedBytes) }) }
         for row in rows {
             let id: Data = row["annotationId"]
