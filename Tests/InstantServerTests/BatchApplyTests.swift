@@ -11,25 +11,35 @@ import ServerTestSupport
     /// More records than one read names (500), so that a lost chunk would show.
     let count = 1_201
 
-    @Test func aBatchLargerThanOneReadSeesEveryRecordAndItsOwnWrites() async throws {
+    /// A server with document "d", and a token of Ana's for it.
+    func withDocument(_ body: @Sendable (TestServer, String) async throws -> Void) async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
+            try await body(server, try await server.token(document: "d", user: "ana"))
+        }
+    }
+
+    /// `count` changes of `kind` to r0, r1…, numbered from `firstID`.
+    func batch(_ kind: ChangeKind, text: String? = nil, firstID: Int64 = 1) -> [ClientChange] {
+        (0..<count).map {
+            ClientChange(
+                changeId: firstID + Int64($0), kind: kind, id: "r\($0)", content: annotation(text ?? "\($0)"))
+        }
+    }
+
+    @Test func aBatchLargerThanOneReadSeesEveryRecordAndItsOwnWrites() async throws {
+        try await withDocument { server, ana in
             let bob = try await server.token(document: "d", user: "bob")
             let created = try await server.sync(
                 "d", token: ana,
                 SyncRequest(
                     clientId: "ana-0123456789abcdef", baseRevision: 0,
-                    changes: (0..<count).map {
-                        ClientChange(changeId: Int64($0 + 1), kind: .create, id: "r\($0)", content: annotation("\($0)"))
-                    }))
+                    changes: batch(.create)))
             #expect(created.results.allSatisfy { $0.accepted } && created.revision == 1)
 
             // Bob: every record exists (creates lose, updates win), and a record this
             // batch deletes is gone for the batch's next change.
-            var changes = (0..<count).map {
-                ClientChange(changeId: Int64($0 + 1), kind: .update, id: "r\($0)", content: annotation("bob \($0)"))
-            }
+            var changes = batch(.update, text: "bob")
             changes.append(ClientChange(changeId: 5_000, kind: .create, id: "r\(count - 1)", content: annotation("x")))
             changes.append(ClientChange(changeId: 5_001, kind: .delete, id: "r0"))
             changes.append(ClientChange(changeId: 5_002, kind: .update, id: "r0", content: annotation("late")))
@@ -46,10 +56,7 @@ import ServerTestSupport
                 "d", token: ana,
                 SyncRequest(
                     clientId: "ana-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
-                    changes: (0..<count).map {
-                        ClientChange(
-                            changeId: Int64(count + $0 + 1), kind: .update, id: "r\($0)", content: annotation("ana"))
-                    }))
+                    changes: batch(.update, text: "ana", firstID: Int64(count + 1))))
             #expect(stale.results.allSatisfy { $0.reason == .conflict })
             #expect(stale.revision == 2)
         }
@@ -58,12 +65,8 @@ import ServerTestSupport
     /// A replay is found among many verdicts of the same client with ids between, which
     /// are not taken for it; a fresh change past them is applied.
     @Test func aReplayAmongManyVerdictsGetsItsOwn() async throws {
-        try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
-            let changes = (0..<count).map {
-                ClientChange(changeId: Int64($0 + 1), kind: .create, id: "r\($0)", content: annotation("\($0)"))
-            }
+        try await withDocument { server, ana in
+            let changes = batch(.create)
             let first = try await server.sync(
                 "d", token: ana, SyncRequest(clientId: "ana-0123456789abcdef", baseRevision: 0, changes: changes))
             let again = try await server.sync(
@@ -91,9 +94,7 @@ import ServerTestSupport
     /// Ids Swift calls equal (canonically equivalent Unicode) are different bytes, so
     /// different annotations, also inside one batch.
     @Test func canonicallyEquivalentIdsAreTwoAnnotations() async throws {
-        try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
+        try await withDocument { server, ana in
             let composed = "caf\u{E9}"
             let decomposed = "cafe\u{301}"
             #expect(composed == decomposed)
@@ -125,9 +126,7 @@ import ServerTestSupport
     /// Change ids spread far wider than their number are looked up one by one, and a
     /// replay among them still gets its verdict.
     @Test func sparseChangeIdsStillFindTheirVerdicts() async throws {
-        try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
+        try await withDocument { server, ana in
             let far = ClientChange(changeId: .max, kind: .create, id: "far", content: annotation("far"))
             let near = ClientChange(changeId: .min, kind: .create, id: "near", content: annotation("near"))
             let first = try await server.sync(
