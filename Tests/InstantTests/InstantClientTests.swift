@@ -41,6 +41,20 @@ import Testing
         #expect(throws: InstantError.self) { try InstantClient(serverURL: URL(string: "ftp://x")!, storeRoot: root) }
     }
 
+    /// Document ids are compared by their bytes, as the store and server do: two
+    /// spellings Swift calls equal (canonically equivalent Unicode) are two documents.
+    @Test func canonicallyEquivalentDocumentIDsAreTwoDescriptors() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let composed = try client.documentDescriptor(forJWT: jwt("caf\u{E9}"))
+        let decomposed = try client.documentDescriptor(forJWT: jwt("cafe\u{301}"))
+        #expect(composed !== decomposed)
+        #expect(try client.documentDescriptor(forJWT: jwt("caf\u{E9}")) === composed)
+        try client.removeLocalStorage(forDocumentIdentifier: "cafe\u{301}")
+        #expect(decomposed.documentState == .invalid)
+        #expect(composed.documentState == .unknown, "the other spelling's descriptor stays live")
+    }
+
     @Test func storedLayersAreThisServersAndKeepTheirUser() throws {
         defer {
             try? FileManager.default.removeItem(at: root)

@@ -48,9 +48,16 @@ public final class InstantClient: Sendable {
         for descriptor in descriptors.withLock({ Array($0.values) }) { descriptor.invalidate() }
     }
 
+    /// A document and layer by their bytes, as the store and server compare them: two
+    /// spellings Swift calls equal (canonically equivalent Unicode) are two documents.
     private struct Key: Hashable {
-        var document: String
-        var layer: String
+        var document: [UInt8]
+        var layer: [UInt8]
+
+        init(document: String, layer: String) {
+            self.document = Array(document.utf8)
+            self.layer = Array(layer.utf8)
+        }
     }
 
     /// Opens (or creates) the store at `storeRoot` (default: ``defaultStoreRoot``) for the
@@ -137,7 +144,7 @@ public final class InstantClient: Sendable {
     /// Removes a document with every layer (unsynced changes included) and its PDF;
     /// its live descriptors become `invalid`.
     public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
-        countRemoval { $0.document == identifier }
+        countRemoval { $0.document == Array(identifier.utf8) }
         do {
             try store.removeDocument(tenant: tenant, document: identifier)
         } catch .noSuchDocument {
@@ -145,7 +152,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        invalidate { $0.document == identifier }
+        invalidate { $0.document == Array(identifier.utf8) }
     }
 
     /// Removes everything of this server from the store (other servers' data stays); every
