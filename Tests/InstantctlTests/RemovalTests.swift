@@ -84,6 +84,28 @@ import Testing
         }
     }
 
+    /// An export whose directory cannot be synced is not known to be on disk: it fails,
+    /// leaves no file, and nothing is removed.
+    @Test func rmExportThatCannotBeMadeDurableRemovesNothing() async throws {
+        try await withDemoStore { root, store in
+            let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await instantctl(
+                [
+                    "rm", "--tenant", DemoStore.acme, "--document", "contract-7", "--layer", "review", "--export",
+                    file.path,
+                ],
+                root: root, environment: ["INSTANT_FAILPOINT": "directory.fsync=eio"])
+            #expect(run.status != 0)
+            #expect(run.error.contains("fsync"), "\(run.error)")
+            #expect(!FileManager.default.fileExists(atPath: file.path), "a file not known durable is not left")
+            #expect(try store.hasLayer(tenant: acme, document: "contract-7", layer: "review"))
+            #expect(
+                try store.localDescriptor(tenant: acme, document: "contract-7", layer: "review")?.pendingChangeCount
+                    == 2)
+        }
+    }
+
     @Test func pruneDryRunChangesNothingAndPruneFrees() async throws {
         try await withDemoStore { root, store in
             let before = (try store.localDescriptors(), try store.diskUsage())

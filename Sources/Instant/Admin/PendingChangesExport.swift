@@ -109,7 +109,7 @@ extension InstantStore {
             "format": .string(PendingChangesExport.format),
             "exportedAt": .string(Date().formatted(.iso8601)), "layers": .array(documents),
         ])
-        try DurableFile.create(destination, contents: file.jsonBytes())
+        try DurableFile.create(destination.path, contents: file.jsonBytes())
     }
 
     /// Each annotation the changes touch, once, in the order first touched.
