@@ -56,16 +56,21 @@ import Testing
         }
     }
 
+    /// `instantctl rm --export FILE` of the demo's layer with two pending changes.
+    func removeReviewExporting(to file: URL, root: URL, environment: [String: String] = [:]) async throws -> Run {
+        try await instantctl(
+            [
+                "rm", "--tenant", DemoStore.acme, "--document", "contract-7", "--layer", "review", "--export",
+                file.path,
+            ],
+            root: root, environment: environment)
+    }
+
     @Test func rmExportWritesTheChangesThenRemovesThem() async throws {
         try await withDemoStore { root, store in
             let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: file) }
-            let run = try await instantctl(
-                [
-                    "rm", "--tenant", DemoStore.acme, "--document", "contract-7", "--layer", "review", "--export",
-                    file.path,
-                ],
-                root: root)
+            let run = try await removeReviewExporting(to: file, root: root)
             #expect(run.status == 0, "\(run.error)")
             #expect(run.output.contains("exported 2 changes"))
             let exported = try #require(
@@ -90,12 +95,8 @@ import Testing
         try await withDemoStore { root, store in
             let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: file) }
-            let run = try await instantctl(
-                [
-                    "rm", "--tenant", DemoStore.acme, "--document", "contract-7", "--layer", "review", "--export",
-                    file.path,
-                ],
-                root: root, environment: ["INSTANT_FAILPOINT": "directory.fsync=eio"])
+            let run = try await removeReviewExporting(
+                to: file, root: root, environment: ["INSTANT_FAILPOINT": "directory.fsync=eio"])
             #expect(run.status != 0)
             #expect(run.error.contains("fsync"), "\(run.error)")
             #expect(!FileManager.default.fileExists(atPath: file.path), "a file not known durable is not left")
