@@ -59,14 +59,13 @@ extension ServerDatabase {
         // The digest of changes[i], for results[i] (one verdict per change, in order).
         var digests: [Data?] = []
         digests.reserveCapacity(changes.count)
-        var replayed = Set<Int64>()
         var touched = Set<RecordKey>()
+        let keys = changes.map { RecordKey($0.id) }
         let earlier =
             try authority.clientID.map {
                 try recordedVerdicts(client: $0, changeIds: changes.map(\.changeId), layer: ref.id, in: db)
             } ?? [:]
-        var records =
-            authority.canWrite ? try recordStates(changes.map { RecordKey($0.id) }, layer: ref.id, in: db) : [:]
+        var records = authority.canWrite ? try recordStates(keys, layer: ref.id, in: db) : [:]
         let remember = try db.cachedStatement(
             sql: """
                 INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
@@ -83,7 +82,7 @@ extension ServerDatabase {
                     updatedBy = excluded.updatedBy, revision = excluded.revision, deleted = excluded.deleted,
                     writer = excluded.writer
                 """)
-        for change in changes {
+        for (change, key) in zip(changes, keys) {
             // Canonical bytes made once, for the digest and for the stored record.
             let contentBytes = change.content?.jsonBytes()
             let digest = authority.clientID == nil ? nil : Self.digest(change, contentBytes: contentBytes)
@@ -100,7 +99,6 @@ extension ServerDatabase {
                     ChangeResult(
                         changeId: change.changeId, accepted: verdict.accepted, reason: verdict.reason,
                         message: verdict.message, replayed: true))
-                replayed.insert(change.changeId)
                 continue
             }
             func reject(_ reason: RejectionReason, _ message: String) {
@@ -111,7 +109,6 @@ extension ServerDatabase {
                 results.append(Self.writeRefused(change))
                 continue
             }
-            let key = RecordKey(change.id)
             let existing = records[key]
             let live = existing.map { !$0.deleted } ?? false
             let changedSinceBase: Bool = {
@@ -166,7 +163,7 @@ extension ServerDatabase {
         // lose). Invalid content and a missing permission are decided the same way each
         // time, so they cost no row.
         if let client = authority.clientID {
-            for (result, digest) in zip(results, digests) where !replayed.contains(result.changeId) {
+            for (result, digest) in zip(results, digests) where !result.replayed {
                 if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
                 try remember.execute(arguments: [
                     ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message,

@@ -179,7 +179,7 @@ final class BlobWriter {
                 offset += Int64(chunk.count)
             }
         } catch {
-            try? FileSystem.remove(copy.path)
+            copy.removeAndClose()
             throw error
         }
         file.removeAndClose()
