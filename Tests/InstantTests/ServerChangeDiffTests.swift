@@ -37,7 +37,7 @@ import Testing
             WireServerChange(id: "b", revision: 7, deleted: true, content: nil),
             WireServerChange(id: "c", revision: 8, deleted: false, content: content("c")),
         ]
-        let held = [
+        let held: [ExactString: RecordState] = [
             "b": RecordState(serverRevision: 2, isDeleted: false),
             "c": RecordState(serverRevision: 3, isDeleted: false),
         ]
@@ -46,18 +46,46 @@ import Testing
             changes.map { "\($0.kind.rawValue) \($0.annotationID)" } == [
                 "created a", "updated a", "deleted b", "updated c",
             ])
-        let ours = [
+        let ours: [ExactString: ClientChange] = [
             "c": ClientChange(changeId: 1, kind: .update, id: "c", content: content("c")),
             "b": ClientChange(changeId: 2, kind: .delete, id: "b", content: nil),
             "a": ClientChange(changeId: 3, kind: .update, id: "a", content: content("not what the server has")),
         ]
         #expect(page.filter { SyncRound.isOwn($0, ours) }.map(\.id) == ["b", "c"])
         // The same page again (a round cut short, asked for again): nothing is news.
-        let applied = Dictionary(uniqueKeysWithValues: [
-            ("a", RecordState(serverRevision: 6, isDeleted: false)),
-            ("c", RecordState(serverRevision: 8, isDeleted: false)),
-        ])
+        let applied: [ExactString: RecordState] = [
+            "a": RecordState(serverRevision: 6, isDeleted: false),
+            "c": RecordState(serverRevision: 8, isDeleted: false),
+        ]
         #expect(SyncRound.serverChanges(page, held: applied).isEmpty)
+    }
+
+    /// Two spellings Swift calls equal are two records: a snapshot that adds the composed
+    /// one beside the decomposed one the layer held reports one creation, and nothing
+    /// for the record that did not change; a replayed change of one spelling does not
+    /// stand for the other's change in the answer.
+    @Test func eachSpellingOfAnIDIsItsOwnRecord() {
+        let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+        let before = [
+            Annotation(id: decomposed, content: content("held").jsonData(), serverRevision: 1, isDeleted: false)
+        ]
+        let after = [(composed, "new"), (decomposed, "held")].map { id, text in
+            (ServerRecord(id: id, content: content(text).jsonData(), revision: 4), content(text))
+        }
+        let changes = SyncRound.snapshotChanges(before: before, after: after, local: [], revision: 4)
+        #expect(
+            changes.map { "\($0.kind.rawValue) \(Array($0.annotationID.utf8))" } == ["created \(Array(composed.utf8))"])
+        // Under a local change of the composed spelling only: the decomposed one's removal shows.
+        let emptied = SyncRound.snapshotChanges(
+            before: before, after: [], local: [ExactString(composed)], revision: 5)
+        #expect(emptied.map(\.kind) == [.deleted])
+        let ours: [ExactString: ClientChange] = [
+            ExactString(decomposed): ClientChange(changeId: 1, kind: .update, id: decomposed, content: content("x"))
+        ]
+        #expect(
+            !SyncRound.isOwn(WireServerChange(id: composed, revision: 6, deleted: false, content: content("x")), ours))
+        #expect(
+            SyncRound.isOwn(WireServerChange(id: decomposed, revision: 6, deleted: false, content: content("x")), ours))
     }
 
     /// The store takes the client's server changes without parsing them again, so the

@@ -112,10 +112,12 @@ extension InstantStore {
         try DurableFile.create(destination.path, contents: file.jsonBytes())
     }
 
-    /// Each annotation the changes touch, once, in the order first touched.
+    /// Each annotation the changes touch, once, in the order first touched: by the ids'
+    /// bytes, as the layer stores them (two spellings Swift calls equal are two annotations,
+    /// and each must be in the file).
     private static func finalIDs(of changes: [PendingChange]) -> [String] {
-        var seen = Set<String>()
-        return changes.map(\.annotationID).filter { seen.insert($0).inserted }
+        var seen = Set<ExactString>()
+        return changes.map(\.annotationID).filter { seen.insert(ExactString($0)).inserted }
     }
 
     private static func json(_ change: PendingChange) -> JSONValue {

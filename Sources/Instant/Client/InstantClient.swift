@@ -51,12 +51,12 @@ public final class InstantClient: Sendable {
     /// A document and layer by their bytes, as the store and server compare them: two
     /// spellings Swift calls equal (canonically equivalent Unicode) are two documents.
     private struct Key: Hashable {
-        var document: [UInt8]
-        var layer: [UInt8]
+        var document: ExactString
+        var layer: ExactString
 
         init(document: String, layer: String) {
-            self.document = Array(document.utf8)
-            self.layer = Array(layer.utf8)
+            self.document = ExactString(document)
+            self.layer = ExactString(layer)
         }
     }
 
@@ -144,7 +144,7 @@ public final class InstantClient: Sendable {
     /// Removes a document with every layer (unsynced changes included) and its PDF;
     /// its live descriptors become `invalid`.
     public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
-        countRemoval { $0.document == Array(identifier.utf8) }
+        countRemoval { $0.document == ExactString(identifier) }
         do {
             try store.removeDocument(tenant: tenant, document: identifier)
         } catch .noSuchDocument {
@@ -152,7 +152,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        invalidate { $0.document == Array(identifier.utf8) }
+        invalidate { $0.document == ExactString(identifier) }
     }
 
     /// Removes everything of this server from the store (other servers' data stays); every

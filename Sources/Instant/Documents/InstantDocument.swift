@@ -32,7 +32,7 @@ public final class InstantDocument: Sendable {
     /// The layer's annotations (with local changes applied), in identifier order.
     public func annotations() throws(InstantError) -> [InstantAnnotation] {
         let layer = try openLayer()
-        let pending: Set<String>
+        let pending: Set<ExactString>
         let stored: [Annotation]
         do {
             pending = try layer.pendingAnnotationIDs()
@@ -41,7 +41,7 @@ public final class InstantDocument: Sendable {
             throw try descriptorFailure(error)
         }
         return try stored.map { (annotation) throws(InstantError) in
-            try InstantAnnotation(annotation, synced: !pending.contains(annotation.id))
+            try InstantAnnotation(annotation, synced: !pending.contains(ExactString(annotation.id)))
         }
     }
 
@@ -50,7 +50,7 @@ public final class InstantDocument: Sendable {
         let layer = try openLayer()
         do {
             guard let stored = try layer.annotation(id: id) else { return nil }
-            return try InstantAnnotation(stored, synced: !layer.pendingAnnotationIDs().contains(id))
+            return try InstantAnnotation(stored, synced: !layer.pendingAnnotationIDs().contains(ExactString(id)))
         } catch let error as InstantError {
             throw error
         } catch {

@@ -7,27 +7,30 @@ import InstantStore
 extension SyncRound {
     /// Whether a change in the answer is what one of our replayed changes wrote (the answer
     /// brings such records back when they changed after the request's base).
-    static func isOwn(_ change: WireServerChange, _ ours: [String: ClientChange]) -> Bool {
-        guard let mine = ours[change.id] else { return false }
+    static func isOwn(_ change: WireServerChange, _ ours: [ExactString: ClientChange]) -> Bool {
+        guard let mine = ours[ExactString(change.id)] else { return false }
         return change.deleted ? mine.kind == .delete : mine.kind != .delete && mine.content == change.content
     }
 
     /// Other writers' changes of a page, as the event reports them, given what the layer
     /// held of them before the page. A change the layer already holds (at its revision or
     /// later: a page applied by a round cut short, asked for again) is not news.
-    static func serverChanges(_ changes: [WireServerChange], held: [String: RecordState]) -> [InstantServerChange] {
+    static func serverChanges(_ changes: [WireServerChange], held: [ExactString: RecordState])
+        -> [InstantServerChange]
+    {
         var held = held
         return changes.compactMap { change in
-            let before = held[change.id]
+            let id = ExactString(change.id)
+            let before = held[id]
             if change.deleted {
                 guard let before, !before.isDeleted else { return nil }  // gone already
                 if let known = before.serverRevision, known >= change.revision { return nil }
-                held[change.id] = nil
+                held[id] = nil
                 return InstantServerChange(
                     annotationID: change.id, kind: .deleted, content: nil, revision: change.revision)
             }
             if let known = before?.serverRevision, known >= change.revision { return nil }
-            held[change.id] = RecordState(serverRevision: change.revision, isDeleted: false)
+            held[id] = RecordState(serverRevision: change.revision, isDeleted: false)
             let live = before.map { !$0.isDeleted } ?? false
             return InstantServerChange(
                 annotationID: change.id, kind: live ? .updated : .created, content: change.content,
@@ -36,22 +39,25 @@ extension SyncRound {
     }
 
     /// What a snapshot changed: records added, changed (other bytes) or gone, leaving out
-    /// those under a local change (they still show it).
+    /// those under a local change (they still show it). Ids compare by their bytes, as the
+    /// layer's records do.
     static func snapshotChanges(
-        before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<String>, revision: Int64
+        before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<ExactString>, revision: Int64
     ) -> [InstantServerChange] {
-        var old = Dictionary(before.map { ($0.id, $0.content) }, uniquingKeysWith: { $1 })
+        var old = Dictionary(before.map { (ExactString($0.id), $0.content) }, uniquingKeysWith: { $1 })
         var changes: [InstantServerChange] = []
         for (record, content) in after {
-            let previous = old.removeValue(forKey: record.id)
-            guard !local.contains(record.id), previous != record.content else { continue }
+            let id = ExactString(record.id)
+            let previous = old.removeValue(forKey: id)
+            guard !local.contains(id), previous != record.content else { continue }
             changes.append(
                 InstantServerChange(
                     annotationID: record.id, kind: previous == nil ? .created : .updated, content: content,
                     revision: record.revision))
         }
         for id in old.keys.sorted() where !local.contains(id) {
-            changes.append(InstantServerChange(annotationID: id, kind: .deleted, content: nil, revision: revision))
+            changes.append(
+                InstantServerChange(annotationID: id.string, kind: .deleted, content: nil, revision: revision))
         }
         return changes
     }

@@ -101,7 +101,7 @@ struct SyncRound {
         let acknowledged = pending.last?.sequence
         // By the ids' bytes: two ids Swift calls equal (canonically equivalent Unicode) are
         // two records, and one coming back does not stand for the other.
-        var changed = Set<[UInt8]>()
+        var changed = Set<ExactString>()
         var page = response
         // The records our changes wrote now are not in the answer: they are those changes,
         // at `ownRevision`. They go first, in the first page's transaction; what the
@@ -111,10 +111,11 @@ struct SyncRound {
         var ownLeft = own.count
         // What our replayed changes wrote, which the answer may bring back as changes.
         let ours = Dictionary(
-            zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }.map { ($0.0.id, $0.0) },
+            zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }
+                .map { (ExactString($0.0.id), $0.0) },
             uniquingKeysWith: { $1 })
         while true {
-            changed.formUnion(page.changes.map { Array($0.id.utf8) })
+            changed.formUnion(page.changes.map { ExactString($0.id) })
             let theirs = page.changes.dropFirst(ownLeft).filter { !Self.isOwn($0, ours) }
             ownLeft = 0
             // Records still under a local change not decided by this answer keep showing it:
@@ -129,8 +130,8 @@ struct SyncRound {
             let last = page.next == nil
             let needsSnapshot =
                 last
-                && (rejected.contains { !changed.contains(Array($0.0.annotationID.utf8)) }
-                    || replayed.contains { !changed.contains(Array($0.0.annotationID.utf8)) })
+                && (rejected.contains { !changed.contains(ExactString($0.0.annotationID)) }
+                    || replayed.contains { !changed.contains(ExactString($0.0.annotationID)) })
             let finishes = last && !needsSnapshot
             let stored = try page.changes.map(Self.storeChange)
             let (revision, epoch) = (page.revision, page.epoch)
@@ -140,7 +141,7 @@ struct SyncRound {
                     acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged,
                     contentChecked: true)
             }
-            onReceive(Self.serverChanges(theirs.filter { !shadowed.contains($0.id) }, held: held))
+            onReceive(Self.serverChanges(theirs.filter { !shadowed.contains(ExactString($0.id)) }, held: held))
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")

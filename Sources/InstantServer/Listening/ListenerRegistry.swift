@@ -1,5 +1,6 @@
 import Foundation
 import InstantProtocol
+import InstantStore
 
 /// The listeners parked on layers, what wakes them, and how many may park.
 ///
@@ -51,16 +52,19 @@ actor ListenerRegistry {
         let continuation: CheckedContinuation<Wake, Never>
     }
 
+    /// By the identifiers' bytes, as the database tells layers apart: two spellings Swift
+    /// calls equal (canonically equivalent Unicode) are two documents, whose writes do not
+    /// wake each other's listeners.
     private struct LayerKey: Hashable {
-        var document: String
-        var layer: String
+        var document: ExactString
+        var layer: ExactString
     }
 
     private let limits: Limits
-    private var waiters: [String: [UUID: Waiter]] = [:]
+    private var waiters: [ExactString: [UUID: Waiter]] = [:]
     private var perLayer: [LayerKey: Int] = [:]
     private var total = 0
-    private var generations: [String: UInt64] = [:]
+    private var generations: [ExactString: UInt64] = [:]
     private var closed = false
     /// Ends the waits whose time is up, every ``sweepInterval`` while any listener waits:
     /// one task for all of them (a timer task each would wake a thousand tasks for nothing
@@ -71,15 +75,16 @@ actor ListenerRegistry {
     init(limits: Limits) { self.limits = limits }
 
     /// A number that moves whenever an event is posted for `document`.
-    func generation(of document: String) -> UInt64 { generations[document, default: 0] }
+    func generation(of document: String) -> UInt64 { generations[ExactString(document), default: 0] }
 
     /// Parks until an event that concerns `interest`, or `timeout`, cancellation of the
     /// calling task or a shutdown (`.ended`). Returns `.changed` at once when an event was
     /// posted for the document since `generation`. Past the limits, `serverBusy`.
     func wait(_ interest: Interest, generation: UInt64, timeout: Duration) async throws(ProtocolError) -> Wake {
         if closed { return .ended }
-        if generations[interest.document, default: 0] != generation { return .changed }
-        let key = LayerKey(document: interest.document, layer: interest.layer)
+        let document = ExactString(interest.document)
+        if generations[document, default: 0] != generation { return .changed }
+        let key = LayerKey(document: document, layer: ExactString(interest.layer))
         guard total < limits.total else {
             throw ProtocolError(.serverBusy, "the server has \(limits.total) listeners waiting; listen again later")
         }
@@ -98,14 +103,14 @@ actor ListenerRegistry {
                     continuation.resume(returning: .ended)
                     return
                 }
-                waiters[interest.document, default: [:]][id] = Waiter(
+                waiters[document, default: [:]][id] = Waiter(
                     interest: interest, deadline: deadline, continuation: continuation)
                 perLayer[key, default: 0] += 1
                 total += 1
             }
         } onCancel: {
             // The connection closed (or the server stops): release the listener at once.
-            Task { await self.finish(interest.document, id, .ended) }
+            Task { await self.finish(document, id, .ended) }
         }
     }
 
@@ -121,7 +126,8 @@ actor ListenerRegistry {
     }
 
     /// Wakes every listener of `document` that `event` concerns.
-    func post(_ event: Event, document: String) {
+    func post(_ event: Event, document name: String) {
+        let document = ExactString(name)
         generations[document, default: 0] &+= 1
         guard let list = waiters[document] else { return }
         for (id, waiter) in list where Self.concerns(event, waiter.interest) {
@@ -137,16 +143,16 @@ actor ListenerRegistry {
         switch event {
         case .revision(let layer, let revision):
             guard revision > interest.after else { return false }
-            return layer == interest.layer || (layer.isEmpty && interest.unwritten)
-        case .created(let layer), .removed(let layer): return layer == interest.layer
+            return ExactString(layer) == ExactString(interest.layer) || (layer.isEmpty && interest.unwritten)
+        case .created(let layer), .removed(let layer): return ExactString(layer) == ExactString(interest.layer)
         case .documentRemoved: return true
         }
     }
 
-    private func finish(_ document: String, _ id: UUID, _ wake: Wake) {
+    private func finish(_ document: ExactString, _ id: UUID, _ wake: Wake) {
         guard let waiter = waiters[document]?.removeValue(forKey: id) else { return }
         if waiters[document]?.isEmpty == true { waiters[document] = nil }
-        let key = LayerKey(document: document, layer: waiter.interest.layer)
+        let key = LayerKey(document: document, layer: ExactString(waiter.interest.layer))
         perLayer[key, default: 1] -= 1
         if perLayer[key] == 0 { perLayer[key] = nil }
         total -= 1

@@ -1,3 +1,5 @@
+import InstantStore
+
 /// Serialises writes per layer, so a flood of writes to one layer queues on that layer
 /// alone, and a write to another layer waits for at most one transaction ahead of it
 /// rather than for the whole flood.
@@ -9,9 +11,10 @@
 /// let results = try await queue.run(document: "d", layer: "") { try await database.write { … } }
 /// ```
 actor LayerWriteQueue {
+    /// By the identifiers' bytes, as the database tells layers apart.
     private struct Key: Hashable {
-        var document: String
-        var layer: String
+        var document: ExactString
+        var layer: ExactString
     }
 
     private var busy = Set<Key>()
@@ -19,7 +22,7 @@ actor LayerWriteQueue {
 
     /// Runs `body` once every earlier write to the layer has finished.
     nonisolated func run<T: Sendable>(document: String, layer: String, _ body: () async throws -> T) async throws -> T {
-        let key = Key(document: document, layer: layer)
+        let key = Key(document: ExactString(document), layer: ExactString(layer))
         await acquire(key)
         do {
             let result = try await body()

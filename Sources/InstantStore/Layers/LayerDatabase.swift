@@ -101,11 +101,12 @@ public final class LayerDatabase: Sendable {
     }
 
     /// What the layer holds of each of `ids` (absent ones are left out), in one read: the
-    /// server revision it was last confirmed at, and whether it is deleted locally.
-    public func recordStates(among ids: [String]) throws(StoreError) -> [String: RecordState] {
+    /// server revision it was last confirmed at, and whether it is deleted locally. Keyed by
+    /// the ids' bytes: two spellings Swift calls equal are two records.
+    public func recordStates(among ids: [String]) throws(StoreError) -> [ExactString: RecordState] {
         guard !ids.isEmpty else { return [:] }
         return try read { db in
-            var found: [String: RecordState] = [:]
+            var found: [ExactString: RecordState] = [:]
             // SQLite binds at most 32,766 parameters to a statement.
             for start in stride(from: 0, to: ids.count, by: 500) {
                 let chunk = ids[start..<min(start + 500, ids.count)]
@@ -115,7 +116,8 @@ public final class LayerDatabase: Sendable {
                     sql: "SELECT annotationId, serverRevision, deleted FROM record WHERE annotationId IN (\(marks))",
                     arguments: StatementArguments(chunk.map(\.storedBytes)))
                 for row in rows {
-                    found[String(storedBytes: row[0])] = RecordState(serverRevision: row[1], isDeleted: row[2])
+                    found[ExactString(String(storedBytes: row[0]))] = RecordState(
+                        serverRevision: row[1], isDeleted: row[2])
                 }
             }
             return found
@@ -145,13 +147,14 @@ public final class LayerDatabase: Sendable {
     }
 
     /// The annotations that have a local change waiting for the server (only changes after
-    /// sequence number `after`, when given).
-    public func pendingAnnotationIDs(after: Int64? = nil) throws(StoreError) -> Set<String> {
+    /// sequence number `after`, when given), by their ids' bytes: two spellings Swift calls
+    /// equal are two records.
+    public func pendingAnnotationIDs(after: Int64? = nil) throws(StoreError) -> Set<ExactString> {
         try read { db in
             Set(
                 try Data.fetchAll(
                     db, sql: "SELECT DISTINCT annotationId FROM localChange WHERE seq > ?", arguments: [after ?? -1]
-                ).map(String.init(storedBytes:)))
+                ).map { ExactString(String(storedBytes: $0)) })
         }
     }
 

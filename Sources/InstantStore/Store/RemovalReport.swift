@@ -15,6 +15,19 @@ public struct LayerReference: Sendable, Hashable, Codable, CustomStringConvertib
     public var description: String {
         "\(tenant) \(StoreError.quoted(document)) layer \(StoreError.quoted(layer))"
     }
+
+    /// By the identifiers' bytes, as the store tells layers apart: two spellings Swift
+    /// calls equal (canonically equivalent Unicode) are two documents.
+    public static func == (lhs: LayerReference, rhs: LayerReference) -> Bool {
+        lhs.tenant == rhs.tenant && ExactString(lhs.document) == ExactString(rhs.document)
+            && ExactString(lhs.layer) == ExactString(rhs.layer)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tenant)
+        hasher.combine(ExactString(document))
+        hasher.combine(ExactString(layer))
+    }
 }
 
 /// A document, by tenant and identifier.
@@ -28,6 +41,16 @@ public struct DocumentReference: Sendable, Hashable, Codable, CustomStringConver
     }
 
     public var description: String { "\(tenant) \(StoreError.quoted(document))" }
+
+    /// By the identifier's bytes, as ``LayerReference``.
+    public static func == (lhs: DocumentReference, rhs: DocumentReference) -> Bool {
+        lhs.tenant == rhs.tenant && ExactString(lhs.document) == ExactString(rhs.document)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tenant)
+        hasher.combine(ExactString(document))
+    }
 }
 
 /// What a removal does with layers that hold local changes not yet sent to the server.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 
 struct AnnotationsImport: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,7 +40,7 @@ struct AnnotationsImport: ParsableCommand {
         } catch {
             throw LayerOptions.failure(error)
         }
-        let replaced = ids.filter(existing.contains).count
+        let replaced = ids.filter { existing.contains(ExactString($0)) }.count
         AnnotationsReport.changed(
             "imported", ids: ids, opened: opened, target: target, output: options.output, json: options.json,
             detail: "\(ids.count - replaced) created, \(replaced) replaced",

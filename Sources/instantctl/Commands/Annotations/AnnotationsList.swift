@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 
 struct AnnotationsList: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,8 +28,10 @@ struct AnnotationsList: ParsableCommand {
         } catch {
             throw LayerOptions.failure(error)
         }
-        let present = Set(annotations.map(\.id))
-        let deletions = try opened.withLayer { try $0.pendingAnnotationIDs() }.subtracting(present).sorted()
+        // By the ids' bytes: two spellings Swift calls equal are two annotations.
+        let present = Set(annotations.map { ExactString($0.id) })
+        let deletions = try opened.withLayer { try $0.pendingAnnotationIDs() }.subtracting(present).sorted().map(
+            \.string)
         if pending { annotations = annotations.filter { !$0.isSynced } }
         let output = options.output
         if options.json {
