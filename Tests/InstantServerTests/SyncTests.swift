@@ -157,4 +157,26 @@ import ServerTestSupport
             #expect(stale.status == 409 && stale.errorCode == "resetRequired")
         }
     }
+
+    /// Two spellings Swift calls equal (canonically equivalent Unicode) are two documents:
+    /// a write to one wakes no listener of the other.
+    @Test func aWriteToOneSpellingWakesNoListenerOfTheOther() async throws {
+        try await TestServer.with(listenTimeout: 30) { server in
+            let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+            try await server.upload(composed, samplePDF(2_000))
+            try await server.upload(decomposed, samplePDF(2_001))
+            let listening = try await server.token(document: composed)
+            let writing = try await server.token(document: decomposed)
+            async let answer = server.client(.GET, composed, "listen?revision=0&timeout=1.5", token: listening)
+            try await Task.sleep(for: .milliseconds(300))
+            let written = try await server.sync(
+                decomposed, token: writing,
+                SyncRequest(
+                    clientId: "writer-0123456789abcdef", baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n"))]))
+            #expect(written.revision == 1)
+            let heard = try await answer.json(ListenResponse.self)
+            #expect(heard.revision == 0 && !heard.changed)
+        }
+    }
 }
