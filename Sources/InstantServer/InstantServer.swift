@@ -49,10 +49,12 @@ public final class InstantServer: Sendable {
         pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"), role: .origin)
         // After a rebuild of the PDF store's catalog, its documents (which have no layers
         // there) are gone while their PDFs are not: link each document to its PDF again.
+        // Sets of identifiers by their bytes: two spellings Swift calls equal are two documents.
         let linked = Set(
-            try pdfs.cacheEntries(tenant: pdfTenant).filter { $0.pdfSHA256 != nil }.map(\.documentIdentifier))
+            try pdfs.cacheEntries(tenant: pdfTenant).filter { $0.pdfSHA256 != nil }
+                .map { ExactString($0.documentIdentifier) })
         let documents = try await database.documents()
-        for info in documents where !linked.contains(info.documentId) {
+        for info in documents where !linked.contains(ExactString(info.documentId)) {
             if let hash = BlobHash(hex: info.sha256) {
                 try pdfs.attachPDF(hash, tenant: pdfTenant, document: info.documentId)
             }
@@ -60,9 +62,9 @@ public final class InstantServer: Sendable {
         // A store document without a database row is an upload that never answered 201
         // (its PDF goes), or a deletion cut short or a database restored from an older
         // backup (kept: an operator decides, and `DELETE /api/documents/{id}` releases it).
-        let known = Set(documents.map(\.documentId))
+        let known = Set(documents.map { ExactString($0.documentId) })
         var strays: [String] = []
-        for stale in linked.subtracting(known) {
+        for stale in linked.subtracting(known).map(\.string) {
             if stale.hasPrefix(Self.uploadPrefix) {
                 try pdfs.removeDocument(tenant: pdfTenant, document: stale)
             } else {
@@ -123,15 +125,15 @@ public final class InstantServer: Sendable {
 /// cannot both point the blob store's document at their PDF, and a deletion's release of
 /// the PDF cannot land on a new upload of the same id.
 actor UploadReservations {
-    private var reserved = Set<String>()
+    private var reserved = Set<ExactString>()
 
     func reserve(_ identifier: String) throws(ProtocolError) {
-        guard reserved.insert(identifier).inserted else {
+        guard reserved.insert(ExactString(identifier)).inserted else {
             throw ProtocolError(.alreadyExists, "another upload or deletion of this document_id is in progress")
         }
     }
 
-    func release(_ identifier: String) { reserved.remove(identifier) }
+    func release(_ identifier: String) { reserved.remove(ExactString(identifier)) }
 }
 
 extension Result where Failure == any Error {

@@ -142,4 +142,43 @@ import Testing
             #expect(try descriptor.editableDocument.annotation(withID: decomposed)?.isSynced == false)
         }
     }
+
+    func jwt(_ document: String, user: String? = nil) -> String {
+        var claims = #"{"document_id":"\#(document)""#
+        if let user { claims += #","user_id":"\#(user)""# }
+        return InstantJWTTests.token(claims + "}")
+    }
+
+    /// A JWT is for its own spelling of the document, and of the user.
+    @Test func aJWTForTheOtherSpellingIsRefused() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try InstantStore(root: root)
+        try store.createLayer(tenant: tenant(), document: "d", layer: "", userID: Self.composed).close()
+        let client = try InstantClient(serverURL: URL(string: "https://instant.example.com")!, storeRoot: root)
+        #expect {
+            try client.documentDescriptor(forJWT: jwt("d", user: Self.decomposed))
+        } throws: { ($0 as? InstantError)?.code == .userIDMismatch }
+        let descriptor = try client.documentDescriptor(forJWT: jwt(Self.composed))
+        #expect {
+            _ = try descriptor.download(usingJWT: jwt(Self.decomposed))
+        } throws: { ($0 as? InstantError)?.code == .invalidJWT }
+    }
+
+    /// `rm --document` finds the tenant holding that spelling: the other spelling, stored
+    /// for another server, makes it neither ambiguous nor part of the scope.
+    @Test func aRemovalsScopeIsTheSpellingItNames() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try InstantStore(root: root)
+        let (ours, theirs) = (try tenant(), try TenantURL("https://other.example.com"))
+        try store.createLayer(tenant: ours, document: Self.composed, layer: "").close()
+        let other = try store.createLayer(tenant: theirs, document: Self.decomposed, layer: "")
+        try other.create(id: "pending", content: note("not in the scope").jsonData())
+        other.close()
+        let scope = try RemovalScope.resolve(.document(Self.composed, tenant: nil), in: store)
+        #expect(scope.targets == [.document(DocumentReference(tenant: ours, document: Self.composed))])
+        #expect(scope.pendingChanges == 0 && scope.dirtyLayers.isEmpty)
+        let layer = try RemovalScope.resolve(.layer("", document: Self.decomposed, tenant: nil), in: store)
+        #expect(layer.targets == [.layer(LayerReference(tenant: theirs, document: Self.decomposed, layer: ""))])
+        #expect(layer.pendingChanges == 1)
+    }
 }

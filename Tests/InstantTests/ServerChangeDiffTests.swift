@@ -86,6 +86,15 @@ import Testing
             !SyncRound.isOwn(WireServerChange(id: composed, revision: 6, deleted: false, content: content("x")), ours))
         #expect(
             SyncRound.isOwn(WireServerChange(id: decomposed, revision: 6, deleted: false, content: content("x")), ours))
+        // Content that differs only in how a string is spelled is another writer's.
+        let spelled: [ExactString: ClientChange] = [
+            "n": ClientChange(changeId: 2, kind: .update, id: "n", content: content(composed))
+        ]
+        let theirs = WireServerChange(id: "n", revision: 7, deleted: false, content: content(decomposed))
+        #expect(!SyncRound.isOwn(theirs, spelled))
+        #expect(
+            SyncRound.isOwn(WireServerChange(id: "n", revision: 7, deleted: false, content: content(composed)), spelled)
+        )
     }
 
     /// The store takes the client's server changes without parsing them again, so the

@@ -66,16 +66,20 @@ public struct RemovalScope: Sendable, Equatable {
             targets = (tenant.map { [$0] } ?? known.sorted()).map { .tenant($0) }
         case .document(let document, let tenant), .layer(_, let document, let tenant):
             let owners = Set(
-                try store.cacheEntries(tenant: tenant).filter { $0.documentIdentifier == document }.map(\.tenant))
+                try store.cacheEntries(tenant: tenant).filter { $0.documentIdentifier.hasSameBytes(as: document) }
+                    .map(\.tenant))
             guard let owner = owners.first else {
                 throw .noSuchDocument(tenant: tenant?.string ?? "any tenant", document: document)
             }
             guard owners.count == 1 else {
                 throw .ambiguousDocument(document: document, tenants: owners.map(\.string).sorted())
             }
-            let layers = try store.localDescriptors(tenant: owner).filter { $0.documentIdentifier == document }
+            // By bytes, as the store compares ids: another spelling is another document.
+            let layers = try store.localDescriptors(tenant: owner).filter {
+                $0.documentIdentifier.hasSameBytes(as: document)
+            }
             if case .layer(let layer, _, _) = request {
-                inScope = layers.filter { $0.layerName == layer }
+                inScope = layers.filter { $0.layerName.hasSameBytes(as: layer) }
                 guard !inScope.isEmpty else {
                     throw .noSuchLayer(tenant: owner.string, document: document, layer: layer)
                 }

@@ -19,6 +19,9 @@ public struct InstantCacheEntry: Sendable, Equatable {
     public var documentIdentifier: String
     /// The compressed PDF plus all its layers, in bytes.
     public var overallDiskSpace: Int64
+    /// The names of its layers in the store. A `Set<String>`, as in Instant: two names
+    /// Swift calls equal (canonically equivalent Unicode), which are two layers in the
+    /// store, count once here.
     public var downloadedLayerNames: Set<String>
     public var entryState: State
 

@@ -93,7 +93,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        if let owner = stored?.userID, let user = jwt.userID, owner != user {
+        if let owner = stored?.userID, let user = jwt.userID, !owner.hasSameBytes(as: user) {
             throw InstantError(
                 .userIDMismatch,
                 "the layer is stored for user \(owner), and this JWT is for \(user): remove the document's local storage to change users"
@@ -106,6 +106,11 @@ public final class InstantClient: Sendable {
 
     /// Every layer of this server in the store, by document (documents with no layer are
     /// left out). Descriptors found here after a restart hold no JWT.
+    ///
+    /// Keyed by `String`, as in Instant: two document ids Swift calls equal (canonically
+    /// equivalent Unicode), which are two documents in the store and on the server, share
+    /// a key. Each descriptor keeps its own ``InstantDocumentDescriptor/identifier``;
+    /// compare those with ``Swift/String/hasSameBytes(as:)`` to tell them apart.
     public func localDocumentDescriptors() throws(InstantError) -> [String: Set<InstantDocumentDescriptor>] {
         let locals: [LocalDescriptor]
         do {
@@ -131,7 +136,9 @@ public final class InstantClient: Sendable {
     }
 
     /// Removes this server's documents that no layer uses (and their PDFs, unless another
-    /// document or server uses them); returns their identifiers. One catalog transaction.
+    /// document or server uses them); returns their identifiers (a `Set<String>`, as in
+    /// Instant: two ids Swift calls equal, both removed, appear once). One catalog
+    /// transaction.
     @discardableResult
     public func removeUnreferencedCacheEntries() throws(InstantError) -> Set<String> {
         do {

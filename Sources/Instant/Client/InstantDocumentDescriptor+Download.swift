@@ -105,12 +105,13 @@ extension InstantDocumentDescriptor {
 
     /// ``check(_:)`` against the store's row for the layer, read already.
     func check(_ jwt: InstantJWT, stored: LocalDescriptor?) throws(InstantError) {
-        guard jwt.documentID == identifier, jwt.layerName == layerName else {
+        // By bytes: a JWT for another spelling of the id is for another document.
+        guard jwt.documentID.hasSameBytes(as: identifier), jwt.layerName.hasSameBytes(as: layerName) else {
             throw InstantError(
                 .invalidJWT,
                 "the JWT is for document \(jwt.documentID), layer \"\(jwt.layerName)\", not for \(self)")
         }
-        if let owner = stored?.userID, let user = jwt.userID, owner != user {
+        if let owner = stored?.userID, let user = jwt.userID, !owner.hasSameBytes(as: user) {
             throw InstantError(
                 .userIDMismatch,
                 "the layer is stored for user \(owner), and this JWT is for \(user): remove its local storage first")

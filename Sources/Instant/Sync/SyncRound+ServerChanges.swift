@@ -9,7 +9,10 @@ extension SyncRound {
     /// brings such records back when they changed after the request's base).
     static func isOwn(_ change: WireServerChange, _ ours: [ExactString: ClientChange]) -> Bool {
         guard let mine = ours[ExactString(change.id)] else { return false }
-        return change.deleted ? mine.kind == .delete : mine.kind != .delete && mine.content == change.content
+        // Content by its canonical bytes: `JSONValue`'s `==` compares strings as Swift does,
+        // calling canonically equivalent spellings equal.
+        return change.deleted
+            ? mine.kind == .delete : mine.kind != .delete && mine.content?.jsonBytes() == change.content?.jsonBytes()
     }
 
     /// Other writers' changes of a page, as the event reports them, given what the layer

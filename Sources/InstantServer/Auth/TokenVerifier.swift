@@ -1,5 +1,6 @@
 import Foundation
 import InstantProtocol
+import InstantStore
 import JWTKit
 
 /// Who a verified client token speaks for, and what it may do.
@@ -61,7 +62,8 @@ public struct TokenVerifier: Sendable {
         if let notBefore = claims.notBefore, notBefore.addingTimeInterval(-Self.leeway) > now {
             throw ProtocolError(.tokenExpired, "the token is not valid before \(notBefore.formatted(.iso8601))")
         }
-        guard claims.documentID == document else {
+        // By bytes, as the database compares ids: another spelling is another document.
+        guard claims.documentID.hasSameBytes(as: document) else {
             throw ProtocolError(.wrongDocument, "the token is for another document")
         }
         guard let permissions = claims.permissions else {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import InstantProtocol
+import InstantStore
 import NIOCore
 
 /// The backend's annotation routes, for the default layer under `/api/documents/{id}/`
@@ -126,11 +127,12 @@ struct AnnotationRoutes {
         let inputs = bulk ? try AnnotationInput.list(json: body) : [try AnnotationInput(json: body)]
         try checkBatch(inputs.count)
         var changes: [ClientChange] = []
-        var seen = Set<String>()
+        // By bytes: two spellings Swift calls equal are two annotations.
+        var seen = Set<ExactString>()
         for (index, input) in inputs.enumerated() {
             let id = input.id ?? UUID().uuidString.lowercased()
             try checkIdentifier(id, "annotation id")
-            guard seen.insert(id).inserted else {
+            guard seen.insert(ExactString(id)).inserted else {
                 throw ProtocolError(.invalidRequest, "annotations[\(index)]: the id \"\(id)\" appears twice")
             }
             do {
@@ -142,7 +144,7 @@ struct AnnotationRoutes {
             changes.append(ClientChange(changeId: Int64(index), kind: .create, id: id, content: input.content))
         }
         // One user for a bulk write: each record keeps its own user_id.
-        for (index, input) in inputs.enumerated() where input.userID != inputs.first?.userID {
+        for (index, input) in inputs.enumerated() where !input.userID.hasSameBytes(as: inputs.first?.userID) {
             throw ProtocolError(
                 .invalidRequest, "annotations[\(index)]: every annotation of one request must have the same user_id")
         }
@@ -237,7 +239,7 @@ struct AnnotationRoutes {
         }
         try checkBatch(annotations.count)
         var changes: [ClientChange] = []
-        var seen = Set<String>()
+        var seen = Set<ExactString>()
         for (index, annotation) in annotations.enumerated() {
             do {
                 try InstantJSON.validateAnnotation(annotation)
@@ -249,7 +251,7 @@ struct AnnotationRoutes {
             }
             let id = annotation["id"]?.string ?? UUID().uuidString.lowercased()
             try checkIdentifier(id, "annotation id")
-            guard seen.insert(id).inserted else {
+            guard seen.insert(ExactString(id)).inserted else {
                 throw ProtocolError(.invalidRequest, "annotations[\(index)]: the id \"\(id)\" appears twice")
             }
             guard case .object(var members) = annotation else { continue }

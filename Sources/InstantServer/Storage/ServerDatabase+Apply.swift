@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import InstantProtocol
+import InstantStore
 
 /// How one batch of changes is decided and written, inside the write transaction that
 /// syncs it (``ServerDatabase/applyClientChanges(document:layer:request:identity:)``, and
@@ -114,7 +115,8 @@ extension ServerDatabase {
             let changedSinceBase: Bool = {
                 guard let base = authority.baseRevision, let existing, !touched.contains(key) else { return false }
                 // A client never conflicts with itself: its own earlier write is no news.
-                if let client = authority.clientID, existing.writer == client { return false }
+                // (By bytes: a user id spelled otherwise is another user.)
+                if let client = authority.clientID, existing.writer.hasSameBytes(as: client) { return false }
                 return existing.revision > base
             }()
             var content: String?

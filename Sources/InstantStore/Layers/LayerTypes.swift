@@ -94,6 +94,11 @@ public struct LayerMetadata: Sendable, Equatable {
     /// kept for its life: the server remembers its verdicts by it, so a sync whose answer
     /// was lost can be sent again and is not applied twice.
     public var clientID: String? = nil
+
+    /// The layer this file says it is, compared by bytes (see ``LayerReference``).
+    public var reference: LayerReference {
+        LayerReference(tenant: tenant, document: documentIdentifier, layer: layerName)
+    }
 }
 
 /// Counts kept in the catalog for listings.

@@ -180,7 +180,9 @@ enum CatalogRebuild {
             ).insert(db)
             report.blobs += 1
         }
-        var candidates: [String: [Candidate]] = [:]
+        // By the identifiers' bytes: two spellings Swift calls equal are two layers, each
+        // kept (not one of them quarantined as the other's duplicate).
+        var candidates: [ExactString: [Candidate]] = [:]
         for key in files.layerKeys {
             let relative = StoreLayout.layerRelativePath(key: key)
             let path = layout.layerPath(key: key)
@@ -193,7 +195,7 @@ enum CatalogRebuild {
             case .unreadable: toQuarantine.append(relative)
             case .readable(let metadata, let summary, let markedRemoved):
                 let identity = "\(metadata.tenant.string)\u{0}\(metadata.documentIdentifier)\u{0}\(metadata.layerName)"
-                candidates[identity, default: []].append(
+                candidates[ExactString(identity), default: []].append(
                     Candidate(
                         key: key, metadata: metadata, summary: summary, modified: modified,
                         markedRemoved: markedRemoved))

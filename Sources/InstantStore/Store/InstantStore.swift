@@ -144,7 +144,7 @@ public final class InstantStore: Sendable {
         guard let row else { throw .noSuchLayer(tenant: tenant.string, document: document, layer: layer) }
         let database = try openHookedLayer(key: row.key)
         let metadata = try database.metadata()
-        guard metadata.tenant == tenant, metadata.documentIdentifier == document, metadata.layerName == layer else {
+        guard metadata.reference == LayerReference(tenant: tenant, document: document, layer: layer) else {
             throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
         }
         if try database.isMarkedRemoved(), try !resolveStaleMark(database) {

@@ -63,9 +63,9 @@ extension InstantStore {
         let health = try layer.health(deep: options.deep)
         if let failure = health.failure { throw .corruptLayer(key: row.key, reason: failure) }
         let metadata = try layer.metadata()
-        guard metadata.tenant == reference.tenant, metadata.documentIdentifier == reference.document,
-            metadata.layerName == reference.layer
-        else { throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog") }
+        guard metadata.reference == reference else {
+            throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
+        }
         if health.markedRemoved {
             // A removal marks the file and deletes the row in one catalog transaction; a
             // row that is still here means that removal never committed. Clearing the

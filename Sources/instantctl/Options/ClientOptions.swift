@@ -117,7 +117,8 @@ struct ClientOptions: ParsableArguments {
             return url
         }
         let tenants = Set(
-            try store?.localDescriptors().filter { $0.documentIdentifier == document }.map(\.tenant) ?? [])
+            try store?.localDescriptors().filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.tenant)
+                ?? [])
         guard tenants.count == 1, let tenant = tenants.first, let url = URL(string: tenant.string) else {
             throw CommandError.usage(
                 tenants.isEmpty

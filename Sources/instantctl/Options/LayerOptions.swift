@@ -41,7 +41,9 @@ struct LayerOptions: ParsableArguments {
     /// Opens the layer through the client library; it must be downloaded.
     func open(root: URL) throws -> Opened {
         let store = try GlobalOptions.existingStore(at: root)
-        if server == nil, try store?.localDescriptors().contains(where: { $0.documentIdentifier == document }) != true {
+        if server == nil,
+            try store?.localDescriptors().contains(where: { $0.documentIdentifier.hasSameBytes(as: document) }) != true
+        {
             throw CommandError(
                 message:
                     "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)",
@@ -50,7 +52,11 @@ struct LayerOptions: ParsableArguments {
         let url = try ClientOptions.serverURL(server, store: store, document: document)
         do {
             let client = try InstantClient(serverURL: url, storeRoot: root)
-            let descriptor = try client.localDocumentDescriptors()[document]?.first { $0.layerName == layer }
+            // By bytes: `localDocumentDescriptors()` keys by String, under which two spellings
+            // of an id (canonically equivalent Unicode) are one key.
+            let descriptor = try client.localDocumentDescriptors().values.joined().first {
+                $0.identifier.hasSameBytes(as: document) && $0.layerName.hasSameBytes(as: layer)
+            }
             guard let descriptor, descriptor.isDownloaded else {
                 throw CommandError(
                     message:
@@ -104,7 +110,7 @@ struct LayerOptions: ParsableArguments {
     /// The annotations of Instant JSON input, each an object that Instant JSON accepts
     /// (checked here so that an error names its place in the input), with its id or nil.
     static func checkedAnnotations(in value: JSONValue) throws -> [(id: String?, content: JSONValue)] {
-        var seen = Set<String>()
+        var seen = Set<ExactString>()  // by bytes: two spellings Swift calls equal are two ids
         let items = try annotations(in: value).enumerated().map { index, item in
             let place = "annotation \(index + 1) of the input"
             guard case .object = item else { throw CommandError.usage("\(place) is not a JSON object") }
@@ -114,7 +120,7 @@ struct LayerOptions: ParsableArguments {
             }) {
                 throw CommandError.usage("\(place): \(error.message)")
             }
-            if let id = item["id"]?.string, !seen.insert(id).inserted {
+            if let id = item["id"]?.string, !seen.insert(ExactString(id)).inserted {
                 throw CommandError.usage("annotation \(Formats.identifier(id)) appears twice in the input")
             }
             return (item["id"]?.string, item)

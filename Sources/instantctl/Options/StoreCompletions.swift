@@ -15,8 +15,10 @@ enum StoreCompletions {
 
     static let layers = CompletionKind.custom { words, _, _ in
         let document = value(of: "--document", in: words)
-        return descriptors(words).filter { document == nil || $0.documentIdentifier == document }.map(\.layerName)
-            .uniqued()
+        return descriptors(words).filter { entry in
+            document.map { entry.documentIdentifier.hasSameBytes(as: $0) } ?? true
+        }
+        .map(\.layerName).uniqued()
     }
 
     /// Layer files in the store's `quarantine/` (read from the directory: nothing is opened).

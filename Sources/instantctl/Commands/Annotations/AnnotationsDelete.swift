@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 
 struct AnnotationsDelete: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +16,7 @@ struct AnnotationsDelete: ParsableCommand {
 
     func validate() throws {
         guard !ids.isEmpty else { throw ValidationError("name at least one annotation id") }
-        if let twice = ids.first(where: { id in ids.filter { $0 == id }.count > 1 }) {
+        if let twice = ids.first(where: { id in ids.filter { $0.hasSameBytes(as: id) }.count > 1 }) {
             throw ValidationError("annotation \(twice) is named twice")
         }
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantProtocol
+import InstantStore
 
 struct AnnotationsUpdate: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,7 +27,7 @@ struct AnnotationsUpdate: ParsableCommand {
         let items = try input.read()
         guard items.count == 1 else { throw CommandError.usage("update takes exactly one annotation object") }
         var content = items[0].content
-        if let other = items[0].id, other != id {
+        if let other = items[0].id, !other.hasSameBytes(as: id) {
             throw CommandError.usage(
                 "the input is annotation \(Formats.identifier(other)), not \(Formats.identifier(id))")
         }
