@@ -142,4 +142,20 @@ import ServerTestSupport
             #expect(again.results.map(\.accepted) == [true, true, true])
         }
     }
+
+    /// A client id is scoped by its token's user. The scope of a user id holding the
+    /// separator (U+001F) is written otherwise, so no two users share one; other users'
+    /// scopes are those older builds wrote.
+    @Test func scopedClientIDsNeverCollide() {
+        let scoped = ServerDatabase.scopedClientID
+        #expect(scoped("ana", "x-0123456789abcdef") == "ana\u{1F}x-0123456789abcdef")
+        #expect(scoped(nil, "x-0123456789abcdef") == "\u{1F}x-0123456789abcdef")
+        let pairs: [(String?, String)] = [
+            ("a\u{1F}b", "c-0123456789abcdef"), ("a", "b\u{1F}c-0123456789abcdef"),
+            ("\u{1E}611f62", "c-0123456789abcdef"), ("\u{1E}", "c-0123456789abcdef"),
+            ("", "\u{1E}\u{1F}c-0123456789abc"),
+        ]
+        let scopes = pairs.map { scoped($0.0, $0.1) }
+        #expect(Set(scopes.map { Array($0.utf8) }).count == pairs.count, "\(scopes)")
+    }
 }

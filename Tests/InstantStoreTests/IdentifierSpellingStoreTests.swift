@@ -13,11 +13,21 @@ import Testing
     /// A rebuilt catalog keeps each spelling's layer: neither is quarantined as the
     /// other's duplicate.
     @Test func aRebuildKeepsEachSpellingsLayer() throws {
+        try rebuildKeepsEach([(Self.composed, ""), (Self.decomposed, "")])
+    }
+
+    /// Nor are a document "a\0b" with a layer "c" and a document "a" with a layer "b\0c"
+    /// one layer (NUL is allowed in ids).
+    @Test func aRebuildKeepsLayersWhoseNamesJoinAlike() throws {
+        try rebuildKeepsEach([("a\u{0}b", "c"), ("a", "b\u{0}c")])
+    }
+
+    func rebuildKeepsEach(_ layers: [(document: String, layer: String)]) throws {
         let scratch = try Scratch()
-        for (index, document) in [Self.composed, Self.decomposed].enumerated() {
+        for (index, (document, name)) in layers.enumerated() {
             try scratch.store.ingestPDF(
                 tenant: Scratch.tenant, document: document, from: scratch.file(samplePDF(seed: 60 + index)))
-            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: document, layer: "")
+            let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: document, layer: name)
             try layer.create(id: "a", content: note("pending in \(index)"))
             layer.close()
         }
@@ -29,8 +39,10 @@ import Testing
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.duplicates.isEmpty && report.quarantined.isEmpty)
         #expect(report.layers == 2 && report.documents == 2)
-        let documents = try rebuilt.localDescriptors().map { Array($0.documentIdentifier.utf8) }
-        #expect(Set(documents) == Set([Self.composed, Self.decomposed].map { Array($0.utf8) }))
+        let found = try rebuilt.localDescriptors().map {
+            Array($0.documentIdentifier.utf8) + [0xFF] + Array($0.layerName.utf8)
+        }
+        #expect(Set(found) == Set(layers.map { Array($0.document.utf8) + [0xFF] + Array($0.layer.utf8) }))
         #expect(try rebuilt.localDescriptors().allSatisfy { $0.pendingChangeCount == 1 })
     }
 

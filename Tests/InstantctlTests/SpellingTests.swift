@@ -64,4 +64,22 @@ import Testing
         #expect(deleted.status == 0, "\(deleted.error)")
         #expect(try annotationIDs(store, Self.composed).isEmpty)
     }
+
+    /// `ls --document` lists that spelling's layers only; a command given the other
+    /// spelling of the only stored one says which code points the store holds.
+    @Test func lsListsOneSpellingAndAMissAShowsTheStoredOne() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-spelling-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try store(at: root)
+        let listed = try await instantctl(["ls", "--json", "--document", Self.decomposed], root: root)
+        #expect(listed.status == 0, "\(listed.error)")
+        let layers = try #require(try listed.json()["layers"] as? [[String: Any]])
+        #expect(
+            layers.compactMap { ($0["document"] as? String).map { Array($0.utf8) } } == [Array(Self.decomposed.utf8)])
+        try store.removeDocument(tenant: TenantURL(Self.server), document: Self.decomposed)
+        let missed = try await instantctl(["annotations", "list", "--document", Self.decomposed], root: root)
+        #expect(missed.status != 0)
+        #expect(missed.error.contains(#"the store holds caf\u{00E9}"#), "\(missed.error)")
+        #expect(missed.error.contains(#"cafe\u{0301}"#))
+    }
 }

@@ -67,7 +67,7 @@ extension ServerDatabase {
             // borrow its verdicts or its immunity from conflicts.
             let authority = WriteAuthority(
                 userID: identity.userID, baseRevision: request.baseRevision,
-                clientID: "\(identity.userID ?? "")\u{1F}\(request.clientId)", canWrite: canWrite)
+                clientID: Self.scopedClientID(user: identity.userID, client: request.clientId), canWrite: canWrite)
             let (results, revision) = try Self.apply(request.changes, to: ref, authority: authority, in: db)
             var after = ref
             after.revision = revision
@@ -146,6 +146,18 @@ extension ServerDatabase {
                 id: id, content: try JSONValue.parse((row[0] as String).utf8), createdBy: row[1],
                 updatedBy: row[2])
         }
+    }
+
+    /// A client id scoped by its token's user, as verdicts and records keep it: the user,
+    /// U+001F, the client id. The first U+001F ends the user, so a user id that holds one
+    /// (or starts with U+001E) is written as U+001E and its bytes in hex instead: two users
+    /// never share a scope, and the scopes of other users are those of older builds.
+    static func scopedClientID(user: String?, client: String) -> String {
+        let user = user ?? ""
+        guard user.utf8.contains(0x1F) || user.utf8.first == 0x1E else { return "\(user)\u{1F}\(client)" }
+        let digits = Array("0123456789abcdef".utf8)
+        let hex = user.utf8.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }
+        return "\u{1E}\(String(decoding: hex, as: UTF8.self))\u{1F}\(client)"
     }
 }
 

@@ -180,9 +180,11 @@ enum CatalogRebuild {
             ).insert(db)
             report.blobs += 1
         }
-        // By the identifiers' bytes: two spellings Swift calls equal are two layers, each
-        // kept (not one of them quarantined as the other's duplicate).
-        var candidates: [ExactString: [Candidate]] = [:]
+        // By the identifiers' bytes (``LayerReference``), not by a string joining them: two
+        // spellings Swift calls equal are two layers, and so are a document "a\0b" with a
+        // layer "c" and a document "a" with a layer "b\0c"; each is kept, not quarantined as
+        // the other's duplicate.
+        var candidates: [LayerReference: [Candidate]] = [:]
         for key in files.layerKeys {
             let relative = StoreLayout.layerRelativePath(key: key)
             let path = layout.layerPath(key: key)
@@ -194,14 +196,17 @@ enum CatalogRebuild {
             case .inaccessible(let error): report.untouched.append("\(relative): \(error)")
             case .unreadable: toQuarantine.append(relative)
             case .readable(let metadata, let summary, let markedRemoved):
-                let identity = "\(metadata.tenant.string)\u{0}\(metadata.documentIdentifier)\u{0}\(metadata.layerName)"
-                candidates[ExactString(identity), default: []].append(
+                candidates[metadata.reference, default: []].append(
                     Candidate(
                         key: key, metadata: metadata, summary: summary, modified: modified,
                         markedRemoved: markedRemoved))
             }
         }
-        for identity in candidates.keys.sorted() {
+        let identities = candidates.keys.sorted {
+            ($0.tenant.string, ExactString($0.document), ExactString($0.layer))
+                < ($1.tenant.string, ExactString($1.document), ExactString($1.layer))
+        }
+        for identity in identities {
             guard let files = candidates[identity] else { continue }
             let ranked = files.sorted { $0.rank > $1.rank }
             let kept = ranked[0]

@@ -32,8 +32,10 @@ struct List: ParsableCommand {
         let store = try options.openStore()
         var descriptors = try store.localDescriptors(tenant: tenant)
         if document != nil || dirty {  // in place: no copy of 100,000 descriptors
-            descriptors.removeAll {
-                (document != nil && $0.documentIdentifier != document) || (dirty && $0.pendingChangeCount == 0)
+            descriptors.removeAll { descriptor in
+                // By bytes, as every command resolves --document (another spelling is another document).
+                if let document, !descriptor.documentIdentifier.hasSameBytes(as: document) { return true }
+                return dirty && descriptor.pendingChangeCount == 0
             }
         }
         let output = options.output

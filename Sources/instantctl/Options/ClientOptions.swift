@@ -116,14 +116,14 @@ struct ClientOptions: ParsableArguments {
             }
             return url
         }
-        let tenants = Set(
-            try store?.localDescriptors().filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.tenant)
-                ?? [])
+        let stored = try store?.localDescriptors() ?? []
+        let tenants = Set(stored.filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.tenant))
         guard tenants.count == 1, let tenant = tenants.first, let url = URL(string: tenant.string) else {
             throw CommandError.usage(
                 tenants.isEmpty
-                    ? "no layer of document \(document) is stored: pass --server"
-                    : "document \(document) is stored for several servers: pass --server")
+                    ? "no layer of document \(Formats.identifier(document)) is stored: pass --server"
+                        + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier))
+                    : "document \(Formats.identifier(document)) is stored for several servers: pass --server")
         }
         return url
     }

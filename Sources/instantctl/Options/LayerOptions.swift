@@ -41,12 +41,12 @@ struct LayerOptions: ParsableArguments {
     /// Opens the layer through the client library; it must be downloaded.
     func open(root: URL) throws -> Opened {
         let store = try GlobalOptions.existingStore(at: root)
-        if server == nil,
-            try store?.localDescriptors().contains(where: { $0.documentIdentifier.hasSameBytes(as: document) }) != true
-        {
+        let stored = try store?.localDescriptors() ?? []
+        if server == nil, !stored.contains(where: { $0.documentIdentifier.hasSameBytes(as: document) }) {
             throw CommandError(
                 message:
-                    "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)",
+                    "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)"
+                    + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier)),
                 status: ExitStatus.problems)
         }
         let url = try ClientOptions.serverURL(server, store: store, document: document)
@@ -60,7 +60,8 @@ struct LayerOptions: ParsableArguments {
             guard let descriptor, descriptor.isDownloaded else {
                 throw CommandError(
                     message:
-                        "\(Formats.identifier(document)) layer \(Formats.layer(layer)) is not in the store for \(url.absoluteString): run instantctl download first (instantctl ls shows what is)",
+                        "\(Formats.identifier(document)) layer \(Formats.layer(layer)) is not in the store for \(url.absoluteString): run instantctl download first (instantctl ls shows what is)"
+                        + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier)),
                     status: ExitStatus.problems)
             }
             // Nothing syncs here: the changes wait for instantctl sync (or an app).

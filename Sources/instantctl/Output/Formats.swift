@@ -47,6 +47,23 @@ enum Formats {
         return text.unicodeScalars.map { $0.escaped(asASCII: false) }.joined()
     }
 
+    /// `identifier` with every character outside ASCII written as its code points
+    /// (`caf\u{E9}`): how two spellings that print alike are told apart.
+    static func codePoints(_ identifier: String) -> String {
+        identifier.unicodeScalars.map { $0.escaped(asASCII: true) }.joined()
+    }
+
+    /// A hint for an identifier matching nothing by its bytes, when one of `stored` is the
+    /// same text spelled otherwise (canonically equivalent Unicode: `é` as one code point,
+    /// or `e` and a combining accent), which the store and servers count as another id.
+    static func otherSpellingHint(of identifier: String, among stored: some Sequence<String>) -> String {
+        guard let other = stored.first(where: { $0 == identifier && !$0.hasSameBytes(as: identifier) }) else {
+            return ""
+        }
+        return "; the store holds \(codePoints(other)), the same text spelled with other code points than"
+            + " \(codePoints(identifier)), which is another identifier: pass it spelled as stored"
+    }
+
     /// The default layer has no name; it prints as `(default)`.
     static func layer(_ name: String) -> String { name.isEmpty ? "(default)" : identifier(name) }
 
