@@ -31,11 +31,7 @@ import Testing
             try layer.create(id: "a", content: note("pending in \(index)"))
             layer.close()
         }
-        scratch.store.close()
-        try Data(repeating: 0x55, count: 4096).write(to: URL(fileURLWithPath: scratch.store.layout.catalogPath))
-        for suffix in ["-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
-        }
+        try scratch.destroyCatalog()
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.duplicates.isEmpty && report.quarantined.isEmpty)
         #expect(report.layers == 2 && report.documents == 2)

@@ -16,6 +16,16 @@ struct Scratch {
         store = try InstantStore(root: root)
     }
 
+    /// Closes the store and overwrites its catalog with garbage (its WAL and shared memory
+    /// gone), as a disk error would: what a rebuild starts from.
+    func destroyCatalog() throws {
+        store.close()
+        try Data(repeating: 0x55, count: 4096).write(to: URL(fileURLWithPath: store.layout.catalogPath))
+        for suffix in ["-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: store.layout.catalogPath + suffix)
+        }
+    }
+
     /// Writes `bytes` to a file in the scratch directory.
     func file(_ bytes: Data, name: String = UUID().uuidString) throws -> URL {
         let url = root.appendingPathComponent("input-\(name).pdf")

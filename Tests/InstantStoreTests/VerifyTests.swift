@@ -86,11 +86,7 @@ import Testing
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "mine", userID: "u")
         try layer.create(id: "a", content: note("a"))
         layer.close()
-        scratch.store.close()
-        try Data(repeating: 0x55, count: 4096).write(to: URL(fileURLWithPath: scratch.store.layout.catalogPath))
-        for suffix in ["-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
-        }
+        try scratch.destroyCatalog()
 
         #expect(throws: StoreError.self) { _ = try InstantStore(root: scratch.root).localDescriptors() }
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
