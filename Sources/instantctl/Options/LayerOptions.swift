@@ -41,13 +41,17 @@ struct LayerOptions: ParsableArguments {
     /// Opens the layer through the client library; it must be downloaded.
     func open(root: URL) throws -> Opened {
         let store = try GlobalOptions.existingStore(at: root)
-        let stored = try store?.localDescriptors() ?? []
-        if server == nil, !stored.contains(where: { $0.documentIdentifier.hasSameBytes(as: document) }) {
-            throw CommandError(
-                message:
-                    "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)"
-                    + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier)),
-                status: ExitStatus.problems)
+        // Every tenant's documents: read when needed (without --server, or to explain a miss).
+        let storedDocuments = { () throws -> [String] in try store?.localDescriptors().map(\.documentIdentifier) ?? [] }
+        if server == nil {
+            let stored = try storedDocuments()
+            if !stored.contains(where: { $0.hasSameBytes(as: document) }) {
+                throw CommandError(
+                    message:
+                        "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)"
+                        + Formats.otherSpellingHint(of: document, among: stored),
+                    status: ExitStatus.problems)
+            }
         }
         let url = try ClientOptions.serverURL(server, store: store, document: document)
         do {
@@ -61,7 +65,7 @@ struct LayerOptions: ParsableArguments {
                 throw CommandError(
                     message:
                         "\(Formats.identifier(document)) layer \(Formats.layer(layer)) is not in the store for \(url.absoluteString): run instantctl download first (instantctl ls shows what is)"
-                        + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier)),
+                        + Formats.otherSpellingHint(of: document, among: try storedDocuments()),
                     status: ExitStatus.problems)
             }
             // Nothing syncs here: the changes wait for instantctl sync (or an app).
