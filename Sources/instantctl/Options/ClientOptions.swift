@@ -110,13 +110,18 @@ struct ClientOptions: ParsableArguments {
 
     /// `server` when given, else the one tenant of the store holding `document`.
     static func serverURL(_ server: String?, store: InstantStore?, document: String) throws -> URL {
+        try serverURL(server, stored: server == nil ? try store?.localDescriptors() ?? [] : [], document: document)
+    }
+
+    /// `server` when given, else the one tenant among `stored` (the store's layers, read
+    /// by the caller; not looked at when `server` is given) holding `document`.
+    static func serverURL(_ server: String?, stored: [LocalDescriptor], document: String) throws -> URL {
         if let server {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw CommandError.usage("--server \(server) is not an http(s) URL")
             }
             return url
         }
-        let stored = try store?.localDescriptors() ?? []
         let tenants = Set(stored.filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.tenant))
         guard tenants.count == 1, let tenant = tenants.first, let url = URL(string: tenant.string) else {
             throw CommandError.usage(

@@ -41,19 +41,20 @@ struct LayerOptions: ParsableArguments {
     /// Opens the layer through the client library; it must be downloaded.
     func open(root: URL) throws -> Opened {
         let store = try GlobalOptions.existingStore(at: root)
-        // Every tenant's documents: read when needed (without --server, or to explain a miss).
-        let storedDocuments = { () throws -> [String] in try store?.localDescriptors().map(\.documentIdentifier) ?? [] }
-        if server == nil {
-            let stored = try storedDocuments()
-            if !stored.contains(where: { $0.hasSameBytes(as: document) }) {
-                throw CommandError(
-                    message:
-                        "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)"
-                        + Formats.otherSpellingHint(of: document, among: stored),
-                    status: ExitStatus.problems)
-            }
+        // Every tenant's layers: read once without --server (to find the server), else only
+        // to explain a miss.
+        let stored = server == nil ? try store?.localDescriptors() ?? [] : nil
+        let storedDocuments = { () throws -> [String] in
+            try (stored ?? store?.localDescriptors() ?? []).map(\.documentIdentifier)
         }
-        let url = try ClientOptions.serverURL(server, store: store, document: document)
+        if let stored, !stored.contains(where: { $0.documentIdentifier.hasSameBytes(as: document) }) {
+            throw CommandError(
+                message:
+                    "document \(Formats.identifier(document)) is not in the store: run instantctl download first (instantctl ls shows what is)"
+                    + Formats.otherSpellingHint(of: document, among: try storedDocuments()),
+                status: ExitStatus.problems)
+        }
+        let url = try ClientOptions.serverURL(server, stored: stored ?? [], document: document)
         do {
             let client = try InstantClient(serverURL: url, storeRoot: root)
             // By bytes: `localDocumentDescriptors()` keys by String, under which two spellings
