@@ -143,8 +143,8 @@ actor ListenerRegistry {
         switch event {
         case .revision(let layer, let revision):
             guard revision > interest.after else { return false }
-            return ExactString(layer) == ExactString(interest.layer) || (layer.isEmpty && interest.unwritten)
-        case .created(let layer), .removed(let layer): return ExactString(layer) == ExactString(interest.layer)
+            return layer.hasSameBytes(as: interest.layer) || (layer.isEmpty && interest.unwritten)
+        case .created(let layer), .removed(let layer): return layer.hasSameBytes(as: interest.layer)
         case .documentRemoved: return true
         }
     }
