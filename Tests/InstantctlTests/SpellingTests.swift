@@ -82,4 +82,29 @@ import Testing
         #expect(missed.error.contains(#"the store holds caf\u{00E9}"#), "\(missed.error)")
         #expect(missed.error.contains(#"cafe\u{0301}"#))
     }
+
+    /// `rm` given the other spelling of the only stored document, or of a layer's name,
+    /// removes nothing, and says which code points the store holds.
+    @Test func rmOfAnotherSpellingRemovesNothingAndShowsTheStoredOne() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-spelling-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let store = try store(at: root)
+        let tenant = try TenantURL(Self.server)
+        try store.removeDocument(tenant: tenant, document: Self.decomposed)
+        try store.createLayer(tenant: tenant, document: Self.composed, layer: Self.composed).close()
+        let missed = try await instantctl(["rm", "--document", Self.decomposed], root: root)
+        #expect(missed.status == 1, "\(missed.error)")
+        #expect(missed.error.contains(#"the store holds caf\u{00E9}"#), "\(missed.error)")
+        #expect(missed.error.contains(#"cafe\u{0301}"#))
+        let missedLayer = try await instantctl(
+            ["rm", "--document", Self.composed, "--layer", Self.decomposed], root: root)
+        #expect(missedLayer.status == 1, "\(missedLayer.error)")
+        #expect(missedLayer.error.contains(#"the store holds caf\u{00E9}"#), "\(missedLayer.error)")
+        // Nothing was removed, and a name matching nothing in any spelling gets no hint.
+        let layers = try store.localDescriptors(tenant: tenant).map { Array($0.layerName.utf8) }
+        #expect(Set(layers) == [[], Array(Self.composed.utf8)])
+        let unknown = try await instantctl(["rm", "--document", "nowhere"], root: root)
+        #expect(unknown.status == 1)
+        #expect(!unknown.error.contains("the store holds"), "\(unknown.error)")
+    }
 }

@@ -55,7 +55,12 @@ struct Remove: ParsableCommand {
 
     func run() throws {
         let store = try options.openStore()
-        let scope = try RemovalScope.resolve(request, in: store)
+        let scope: RemovalScope
+        do {
+            scope = try RemovalScope.resolve(request, in: store)
+        } catch {
+            throw explained(error, in: store)
+        }
         let output = options.output
         var policy: PendingChangesPolicy = force ? .discard : .refuse
         var exported: PendingChangesExport?
@@ -104,6 +109,26 @@ struct Remove: ParsableCommand {
         guard let document else { return .all(tenant: tenant) }
         guard let layer else { return .document(document, tenant: tenant) }
         return .layer(layer, document: document, tenant: tenant)
+    }
+
+    /// A name that matched nothing: when the store holds the same text spelled with other
+    /// code points (another identifier, as the store compares bytes), the message says so,
+    /// as the annotation and client commands do.
+    private func explained(_ error: StoreError, in store: InstantStore) -> any Error {
+        let hint: String
+        switch error {
+        case .noSuchDocument(_, let document):
+            let documents = (try? store.cacheEntries(tenant: tenant).map(\.documentIdentifier)) ?? []
+            hint = Formats.otherSpellingHint(of: document, among: documents)
+        case .noSuchLayer(let tenant, let document, let layer):
+            let layers = ((try? store.localDescriptors(tenant: TenantURL(tenant))) ?? [])
+                .filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.layerName)
+            hint = Formats.otherSpellingHint(of: layer, among: layers)
+        default:
+            hint = ""
+        }
+        if hint.isEmpty { return error }
+        return CommandError(message: error.description + hint, status: ExitStatus.status(for: error))
     }
 
     private func refusal(layers: Int, changes: Int64) -> CommandError {
