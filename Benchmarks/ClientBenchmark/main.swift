@@ -102,7 +102,10 @@ var durableBaselineTimes: [Double] = []
 var parallelTimes: [Double] = []
 var parallelBaselineTimes: [Double] = []
 var kept: (InstantClient, URL)?
-for round in 0..<(only == nil || only == "download" ? rounds : 0) {
+
+/// One round of the store's side: the corpus one document after another into a fresh
+/// store, then four at a time into another. Returns the first store's client and root.
+@MainActor func storeRound() async throws -> (InstantClient, URL) {
     let root = temporaryDirectory("download")
     let client = try InstantClient(serverURL: serverURL, storeRoot: root)
     // Every timed phase starts after sync(2), as in store-benchmark: dirty pages left by
@@ -133,12 +136,12 @@ for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     parallelTimes.append(now() - parallelStart)
     withExtendedLifetime(parallelClient) {}
     try? FileManager.default.removeItem(at: parallelRoot)
-    if round == rounds - 1 {
-        kept = (client, root)
-    } else {
-        try? FileManager.default.removeItem(at: root)
-    }
+    return (client, root)
+}
 
+/// One round of the baseline: curl to files one after another, then sha256sum (and a
+/// sync, for context); then curl four at a time, then sha256sum.
+@MainActor func baselineRound() throws {
     let directory = temporaryDirectory("curl")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     var curlArguments: [String] = []
@@ -169,6 +172,19 @@ for round in 0..<(only == nil || only == "download" ? rounds : 0) {
     let hashedAgain = try ProcessTiming.run(sha256sum, files)
     parallelBaselineTimes.append(fetchedInParallel + hashedAgain)
     try? FileManager.default.removeItem(at: directory)
+}
+
+for round in 0..<(only == nil || only == "download" ? rounds : 0) {
+    // Which side goes first alternates, so that neither always meets the disk (or the
+    // neighbours of this VM) as the other left them.
+    if round % 2 == 1 { try baselineRound() }
+    let (client, root) = try await storeRound()
+    if round == rounds - 1 {
+        kept = (client, root)
+    } else {
+        try? FileManager.default.removeItem(at: root)
+    }
+    if round % 2 == 0 { try baselineRound() }
 }
 @MainActor func wanted(_ section: String) -> Bool { only == nil || only == section }
 let clientBest = clientTimes.min() ?? 0
