@@ -79,15 +79,14 @@ import Testing
     /// numbers past the old file's last number, not just past the changes it carries.
     @Test func aRepairedLayerNumbersPastTheOldFilesLastNumber() throws {
         let scratch = try Scratch()
-        let (_, path) = try closedLayer(scratch, changes: 3)
+        let (_, path) = try closedLayer(scratch, changes: 3, snapshot: manyPageSnapshot("n"))
         let opened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         let clientID = try opened.metadata().clientID
         opened.close()
-        // The last change is gone (the floor is 3 now), and the file fails verify but opens.
-        try rewrite(path) { db in
-            try db.execute(sql: "DELETE FROM localChange WHERE seq = 3")
-            try db.execute(sql: "UPDATE meta SET layerName = ?", arguments: [Data("wrong".utf8)])
-        }
+        // The last change is gone (the floor is 3 now), and the file fails verify but opens:
+        // a page of its records is damaged.
+        try rewrite(path) { db in try db.execute(sql: "DELETE FROM localChange WHERE seq = 3") }
+        try damageLastPage(path)
 
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.pendingChangesSalvaged == 2, "\(report.problems)")
@@ -242,8 +241,10 @@ private func damagedLayerOfTheSecondFormat(_ scratch: Scratch) throws -> (key: S
 }
 
 /// A closed layer file of document "d" holding `count` pending changes, numbered 1 to `count`.
-private func closedLayer(_ scratch: Scratch, changes count: Int) throws -> (key: String, path: String) {
-    let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+private func closedLayer(_ scratch: Scratch, changes count: Int, snapshot: [ServerRecord] = []) throws -> (
+    key: String, path: String
+) {
+    let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", snapshot: snapshot)
     for number in 0..<count { try layer.create(id: "n\(number)", content: note("\(number)")) }
     layer.close()
     return (layer.key, scratch.store.layout.layerPath(key: layer.key))

@@ -30,18 +30,13 @@ import Testing
 
     @Test func corruptLayerIsReplacedKeepingItsPendingChanges() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("v"))
         try layer.create(id: "keep-me", content: note("unsent"))
         let key = layer.key
         layer.close()
-        // Damage the records table's page while the pending changes stay readable.
-        try scratch.store.catalog.write { db in
-            try db.execute(sql: "UPDATE layer SET annotationCount = 0 WHERE key = ?", arguments: [key])
-        }
-        let path = scratch.store.layout.layerPath(key: key)
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { db in try db.execute(sql: "UPDATE meta SET layerName = ?", arguments: [Data("wrong".utf8)]) }
-        try queue.close()
+        // Damage a page of the records while the pending changes stay readable.
+        try damageLastPage(scratch.store.layout.layerPath(key: key))
 
         let found = try scratch.store.verify()
         #expect(found.remaining.map(\.kind).contains(.corruptLayer))
@@ -54,6 +49,46 @@ import Testing
         #expect(scratch.files(in: "quarantine").count == 1)
         let after = try scratch.store.verify()
         #expect(after.isClean, "\(after.remaining)")
+    }
+
+    /// A layer file that names another layer (another layer's file, copied or restored
+    /// under this one's name) is never salvaged into this layer: its changes could be
+    /// another document's, or another server's. It goes to quarantine untouched, naming
+    /// its layer and holding its changes; this layer starts again, flagged invalid.
+    @Test func aFileNamingAnotherLayerIsQuarantinedUntouchedNotSalvaged() throws {
+        let scratch = try Scratch()
+        let other = try TenantURL("https://other.example.com")
+        let mine = try scratch.store.createLayer(tenant: Scratch.tenant, document: "mine", layer: "")
+        try mine.create(id: "my-change", content: note("mine"))
+        let myKey = mine.key
+        mine.close()
+        let theirs = try scratch.store.createLayer(tenant: other, document: "theirs", layer: "L")
+        try theirs.create(id: "their-change", content: note("theirs, for another server"))
+        let theirKey = theirs.key
+        theirs.close()
+        // Their file, copied over mine.
+        let myPath = scratch.store.layout.layerPath(key: myKey)
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(myPath + suffix) }
+        try FileSystem.copy(scratch.store.layout.layerPath(key: theirKey), to: myPath)
+        let copied = try Data(contentsOf: URL(fileURLWithPath: myPath))
+
+        let repaired = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(repaired.pendingChangesSalvaged == 0, "\(repaired.problems)")
+        #expect(repaired.pendingChangesUnreadable == 1, "my change is reported, not silently gone")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "mine", layer: "")
+        #expect(try fresh.pendingChanges().isEmpty, "their change is not sent as mine")
+        fresh.close()
+        #expect(try scratch.store.localDescriptors(tenant: Scratch.tenant).map(\.isCorrupted) == [true])
+        let quarantined = try scratch.store.quarantinedFiles().filter { $0.kind == .layer }
+        #expect(quarantined.count == 1)
+        #expect(quarantined.first?.layer == LayerReference(tenant: other, document: "theirs", layer: "L"))
+        #expect(quarantined.first?.pendingChanges == 1)
+        let name = try #require(quarantined.first?.name)
+        let kept = try Data(contentsOf: scratch.root.appendingPathComponent("quarantine/\(name)"))
+        #expect(kept == copied, "the quarantined file is exactly the file found")
+        // Their own layer is untouched.
+        let theirsAgain = try scratch.store.openLayer(tenant: other, document: "theirs", layer: "L")
+        #expect(try theirsAgain.pendingChanges().map(\.annotationID) == ["their-change"])
     }
 
     @Test func garbageLayerFileAndMissingLayerFileAreFlaggedInvalid() throws {
