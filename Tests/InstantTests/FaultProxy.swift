@@ -18,6 +18,8 @@ final class FaultProxy: @unchecked Sendable {
     private var bytesDown = 0
     private var refusing = false
     private var loseNext: String?
+    /// The next request starting with `.prefix` is not forwarded: `.response` answers it.
+    private var answerNext: (prefix: String, response: String)?
     private var cutNextAfter: Int?
     /// Connections to close at once after the next cut (a server restarting).
     private var refuseAfterCut = 0
@@ -67,6 +69,14 @@ final class FaultProxy: @unchecked Sendable {
     /// The next request starting with `prefix` (such as `"POST /i/v1/documents/d/sync"`)
     /// reaches the server, and its whole response is thrown away: the connection closes.
     func loseNextResponse(to prefix: String) { lock.withLock { loseNext = prefix } }
+
+    /// Answers the next request whose head starts with `prefix` with `status` and `body`
+    /// (and closes the connection), without forwarding it: a proxy in the way that refuses.
+    func answerNextRequest(to prefix: String, status: String, body: String = "", contentType: String? = nil) {
+        var head = "HTTP/1.1 \(status)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
+        if let contentType { head += "Content-Type: \(contentType)\r\n" }
+        lock.withLock { answerNext = (prefix, head + "\r\n" + body) }
+    }
 
     /// The first connection whose response stream reaches `bytes` bytes is cut there.
     func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
@@ -151,11 +161,20 @@ final class FaultProxy: @unchecked Sendable {
             // HTTP/1.1 keeps connections open: any read may start the next request.
             do {
                 let head = String(decoding: buffer[0..<min(count, 512)], as: UTF8.self)
-                lock.withLock {
+                let canned = lock.withLock { () -> String? in
                     if let prefix = loseNext, head.hasPrefix(prefix) {
                         loseNext = nil
                         connection.lock.withLock { connection.loseResponse = true }
                     }
+                    guard let answer = answerNext, head.hasPrefix(answer.prefix) else { return nil }
+                    answerNext = nil
+                    return answer.response
+                }
+                if let canned {
+                    let bytes = Array(canned.utf8)
+                    _ = writeAll(client, bytes, bytes.count)
+                    shutdown(client, Int32(SHUT_WR))
+                    break
                 }
             }
             if !writeAll(upstream, buffer, count) { break }

@@ -397,4 +397,62 @@ import Testing
             #expect(descriptor.documentState == .clean)
         }
     }
+
+    /// The server's payload limit, answered to a sync that sends no change (one started
+    /// to receive): reported, and nothing else happens (it used to trap on `pending[0]`).
+    @Test func aPayloadLimitAnswerToASyncWithoutChangesIsAnError() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            h.proxy.answerNextRequest(
+                to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large",
+                body: #"{"error": {"code": "payloadLimitExceeded", "message": "too large"}}"#,
+                contentType: "application/json")
+            let failed: InstantError? = await {
+                do throws(InstantError) {
+                    try await descriptor.sync().result()
+                    return nil
+                } catch {
+                    return error
+                }
+            }()
+            #expect(failed?.code == .payloadLimitExceeded, "\(String(describing: failed))")
+            #expect(await log.lostChanges.isEmpty)
+            #expect(descriptor.documentState == .clean)
+            try await descriptor.sync().result()
+        }
+    }
+
+    /// A 413 without the server's error body (a proxy whose body limit is lower) says
+    /// nothing about the change: every change is kept, none reported lost, and they go
+    /// once the way is clear.
+    @Test func aProxysBareRefusalKeepsEveryChange() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "kept"))
+            for _ in 0..<2 {
+                h.proxy.answerNextRequest(to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large")
+                let failed: InstantError? = await {
+                    do throws(InstantError) {
+                        try await descriptor.sync().result()
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }()
+                #expect(failed != nil)
+                #expect(failed?.code != .payloadLimitExceeded, "\(String(describing: failed))")
+                #expect(descriptor.documentState == .dirty)
+            }
+            #expect(await log.lostChanges.isEmpty)
+            try await descriptor.sync().result()
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
+            #expect(descriptor.documentState == .clean)
+        }
+    }
 }

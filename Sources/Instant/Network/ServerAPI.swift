@@ -132,18 +132,23 @@ struct ServerAPI: Sendable {
         if let body, let parsed = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView)) {
             return .refused(parsed.error, status: status, retryAfter: retryAfter)
         }
+        // Not payloadLimitExceeded for a 413 without the server's body (a proxy's limit, say):
+        // on that code alone the client gives up a change that can never be sent.
         let code: ErrorCode =
             switch status {
             case 401: .missingToken
             case 403: .invalidToken
             case 404: .notFound
-            case 413: .payloadLimitExceeded
             case 503: .serverBusy
             case 500...: .internal
             default: .invalidRequest
             }
+        let hint =
+            status == 413
+            ? " (413 Payload Too Large, from a proxy in front of it perhaps, whose body limit is below the server's): nothing was sent, every change is kept"
+            : ""
         return .refused(
-            ProtocolError(code, "the server answered \(status) without an error body"), status: status,
+            ProtocolError(code, "the server answered \(status) without an error body\(hint)"), status: status,
             retryAfter: retryAfter)
     }
 

@@ -65,10 +65,11 @@ struct SyncRound {
             return Outcome(sentChanges: !pending.isEmpty)
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
-        case .failure(let failure) where failure.isPayloadLimit:
+        case .failure(let failure) where failure.isPayloadLimit && pending.count == 1:
             // One change larger than the server takes: it can never be sent, and keeping it
             // would block every later change. It is lost (reported), and the snapshot puts
-            // the server's version of the record back.
+            // the server's version of the record back. (Only on the server's own word: a
+            // 413 without its error body, from a proxy say, keeps every change.)
             await willReceive()
             try await reset(acknowledgingThrough: pending[0].sequence)
             var outcome = Outcome(sentChanges: true)
