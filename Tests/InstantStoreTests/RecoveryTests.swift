@@ -126,6 +126,27 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(repair: true)).isClean)
     }
 
+    /// A quarantined layer whose file fails SQLite's check is not restored: nothing is
+    /// written to a copy of it, and the quarantined file stays exactly as it was.
+    @Test func aDamagedQuarantinedLayerIsNotRestoredAndStaysAsItWas() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("q"))
+        try layer.create(id: "a", content: note("pending"))
+        layer.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: layer.key))
+        let name = try #require(try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: layer.key)))
+        try dropLayerRow(scratch.store, key: layer.key)
+        let path = scratch.root.appendingPathComponent("quarantine/\(name)")
+        let before = try Data(contentsOf: path)
+        #expect {
+            try scratch.store.restoreQuarantinedLayer(named: name)
+        } throws: { ($0 as? StoreError)?.code == "cannot_restore" }
+        #expect(try Data(contentsOf: path) == before, "the quarantined file is untouched")
+        #expect(try !scratch.store.hasLayer(tenant: Scratch.tenant, document: "d", layer: ""))
+        #expect(!scratch.files(in: "tmp").contains { $0.hasSuffix(".layer") }, "the copy is gone")
+    }
+
     @Test func quarantineKeepsTheWALAndRestoreBringsTheLayerBack() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")

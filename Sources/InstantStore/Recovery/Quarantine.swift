@@ -152,11 +152,17 @@ extension InstantStore {
         defer { staging.release(committed: committed, in: layout) }
         let metadata: LayerMetadata
         let summary: LayerSummary
-        do {
+        do throws(StoreError) {
             // Not as a copy: a damaged file of an older format is refused (and kept) rather
             // than upgraded, adopted and its original deleted.
             let database = try LayerDatabase(path: staging.path, key: staging.key, isCopy: false)
             defer { database.close() }
+            // Checked before anything is written to the copy: writing into a damaged file
+            // can destroy what an export of it would still find, and the quarantined
+            // original is deleted once the copy is adopted.
+            if let failure = try database.health(deep: false).failure {
+                throw .corruptLayer(key: staging.key, reason: failure)
+            }
             metadata = try database.metadata()
             try database.prepareForAdoption()
             summary = try database.summary()
