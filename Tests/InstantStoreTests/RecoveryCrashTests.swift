@@ -103,6 +103,27 @@ import Testing
         try expectPendingSurvives(scratch.root)
     }
 
+    /// On a file system without hard links, quarantine copies (synced) instead of
+    /// linking: a rebuild installs its catalog (the old one set aside), and a repair
+    /// replaces a damaged layer, both losing nothing.
+    @Test func rebuildAndRepairWithoutHardLinks() async throws {
+        let scratch = try storeWithDuplicate()
+        scratch.store.close()
+        let rebuilt = try await runWorker(["rebuild", scratch.root.path], failpoint: "file.link=eperm")
+        #expect(!rebuilt.signalled && rebuilt.status == 0, "\(rebuilt.output)")
+        #expect(scratch.files(in: "quarantine").contains { $0.contains("catalog") }, "the old catalog is kept")
+        #expect(!FileSystem.exists(scratch.store.layout.rebuiltCatalogPath), "the rebuilt catalog is installed")
+        try expectPendingSurvives(scratch.root)
+
+        let (damaged, key) = try storeWithDamagedLayer()
+        let repaired = try await runWorker(["repair", damaged.root.path], failpoint: "file.link=eperm")
+        #expect(!repaired.signalled && repaired.status == 0, "\(repaired.output)")
+        #expect(repaired.output.contains("clean"), "\(repaired.output)")
+        #expect(!FileSystem.exists(damaged.store.layout.layerPath(key: key)), "the damaged file went to quarantine")
+        #expect(damaged.files(in: "quarantine").count == 1)
+        try expectPendingSurvives(damaged.root)
+    }
+
     @Test(arguments: ["quarantine.beforeRestoreCommit", "quarantine.afterRestore"])
     func restoreKilled(failpoint: String) async throws {
         let (scratch, name) = try quarantinedLayerWithAChange()

@@ -6,9 +6,10 @@ extension StoreLayout {
     /// under the same new name, so changes committed only in the WAL stay with it. Returns
     /// the main file's name in `quarantine/` (nil when there was nothing to move).
     ///
-    /// Each file is hard-linked into `quarantine/` first, and only when every link exists
-    /// (and the directory is synced) are the originals unlinked: a kill at any point leaves
-    /// every byte in place, at worst twice.
+    /// Each file is hard-linked into `quarantine/` first (copied and synced, on a file
+    /// system without hard links), and only when every link exists (and the directory is
+    /// synced) are the originals unlinked: a kill at any point leaves every byte in place,
+    /// at worst twice.
     ///
     /// `keepingOriginal`: the originals stay (a PDF's copy, about to be replaced by a
     /// rename over it, so that its path never goes missing); only the links are made.
@@ -18,8 +19,14 @@ extension StoreLayout {
         guard !suffixes.isEmpty else { return nil }
         let target = quarantinePath(for: relativePath)
         for suffix in suffixes {
-            guard link(source + suffix, target + suffix) == 0 else {
-                throw .fromErrno("link", source + suffix + " -> " + target + suffix)
+            do throws(StoreError) {
+                guard try FileSystem.link(source + suffix, target + suffix) else {
+                    throw .fromErrno("link", source + suffix + " -> " + target + suffix, EEXIST)
+                }
+            } catch .io(_, _, let code) where FileSystem.refusesLinks(code) {
+                // A file system without hard links (vfat, some network and FUSE mounts): a
+                // synced copy instead. The original stays until the copy is durable.
+                try FileSystem.copy(source + suffix, to: target + suffix)
             }
         }
         try FileSystem.syncDirectory(quarantineDirectory)
