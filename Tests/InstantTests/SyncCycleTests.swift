@@ -410,14 +410,7 @@ import Testing
                 to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large",
                 body: #"{"error": {"code": "payloadLimitExceeded", "message": "too large"}}"#,
                 contentType: "application/json")
-            let failed: InstantError? = await {
-                do throws(InstantError) {
-                    try await descriptor.sync().result()
-                    return nil
-                } catch {
-                    return error
-                }
-            }()
+            let failed = await syncError(descriptor)
             #expect(failed?.code == .payloadLimitExceeded, "\(String(describing: failed))")
             #expect(await log.lostChanges.isEmpty)
             #expect(descriptor.documentState == .clean)
@@ -437,14 +430,7 @@ import Testing
             try descriptor.editableDocument.add(note("kept", id: "kept"))
             for _ in 0..<2 {
                 h.proxy.answerNextRequest(to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large")
-                let failed: InstantError? = await {
-                    do throws(InstantError) {
-                        try await descriptor.sync().result()
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }()
+                let failed = await syncError(descriptor)
                 #expect(failed != nil)
                 #expect(failed?.code != .payloadLimitExceeded, "\(String(describing: failed))")
                 #expect(descriptor.documentState == .dirty)
@@ -454,5 +440,15 @@ import Testing
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
             #expect(descriptor.documentState == .clean)
         }
+    }
+}
+
+/// The error a sync of `descriptor` ends with, nil when it succeeds.
+private func syncError(_ descriptor: InstantDocumentDescriptor) async -> InstantError? {
+    do throws(InstantError) {
+        try await descriptor.sync().result()
+        return nil
+    } catch {
+        return error
     }
 }
