@@ -138,23 +138,22 @@ extension InstantStore {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
                     defer { old.close() }
                     let oldMetadata = try? old.metadata()
-                    if let named = oldMetadata?.reference, named != reference {
-                        // Another layer's file (copied, or restored from a backup, under
-                        // this one's name), or one whose meta row is damaged: its changes
-                        // may be another document's, even another server's, and must never
-                        // be sent as this layer's. It goes to quarantine untouched, where
-                        // `quarantine list` shows whose changes it holds; this layer's own
-                        // changes (the catalog's count) are reported unreadable.
-                        throw ForeignLayerFile()
+                    // A file naming another layer (another layer's file, copied or restored
+                    // from a backup under this one's name, or one whose meta row is
+                    // damaged) may hold another document's changes, even another server's,
+                    // which must never be sent as this layer's. Nothing is taken from it
+                    // and nothing written to it: it goes to quarantine untouched, where
+                    // `quarantine list` shows whose changes it holds, and this layer's own
+                    // changes (the catalog's count) are reported unreadable.
+                    let namesThisLayer = oldMetadata.map { $0.reference == reference } ?? true
+                    if namesThisLayer {
+                        clientID = oldMetadata?.clientID
+                        let taken = try old.takePendingChangesAndMarkRemoved()
+                        salvaged = taken.changes
+                        // Past the last number, and more: a file without the numbering
+                        // trigger (found by verify) may have used numbers past its floor.
+                        numberAfter = LayerDatabase.numberFloor(past: taken.lastNumber)
                     }
-                    clientID = oldMetadata?.clientID
-                    let taken = try old.takePendingChangesAndMarkRemoved()
-                    salvaged = taken.changes
-                    // Past the last number, and more: a file without the numbering
-                    // trigger (found by verify) may have used numbers past its floor.
-                    numberAfter = LayerDatabase.numberFloor(past: taken.lastNumber)
-                } catch is ForeignLayerFile {
-                    salvaged = nil
                 } catch {
                     // Too damaged to lock and mark: read what can be read. A writer still
                     // holding it writes into the file that goes to quarantine, not to
@@ -212,7 +211,3 @@ extension InstantStore {
         return true
     }
 }
-
-/// Thrown inside ``InstantStore/replaceLayerFile(_:_:_:)`` when the old file names another
-/// layer: nothing is taken from it, and nothing is written to it.
-private struct ForeignLayerFile: Error {}
