@@ -120,8 +120,8 @@ struct Remove: ParsableCommand {
         case .noSuchDocument(_, let document):
             let documents = (try? store.cacheEntries(tenant: tenant).map(\.documentIdentifier)) ?? []
             hint = Formats.otherSpellingHint(of: document, among: documents)
-        case .noSuchLayer(let tenant, let document, let layer):
-            let layers = ((try? store.localDescriptors(tenant: TenantURL(tenant))) ?? [])
+        case .noSuchLayer(let owner, let document, let layer):
+            let layers = ((try? store.localDescriptors(tenant: TenantURL(owner))) ?? [])
                 .filter { $0.documentIdentifier.hasSameBytes(as: document) }.map(\.layerName)
             hint = Formats.otherSpellingHint(of: layer, among: layers)
         default:
