@@ -12,12 +12,20 @@ public struct ClientChange: Sendable, Equatable, JSONRepresentable {
     public var id: String
     /// The new content, for `create` and `update`.
     public var content: JSONValue?
+    /// The revision the change was made against, when older than the request's
+    /// ``SyncRequest/baseRevision`` (absent: that one). A change made while an earlier sync
+    /// was in flight, or left for a later request, was made on what the client showed
+    /// then: a record another writer changed after it loses (`conflict`), although the
+    /// client's cursor has moved past that writer's change since. Between 0 and the
+    /// request's `baseRevision`.
+    public var baseRevision: Int64?
 
-    public init(changeId: Int64, kind: ChangeKind, id: String, content: JSONValue? = nil) {
+    public init(changeId: Int64, kind: ChangeKind, id: String, content: JSONValue? = nil, baseRevision: Int64? = nil) {
         self.changeId = changeId
         self.kind = kind
         self.id = id
         self.content = content
+        self.baseRevision = baseRevision
     }
 }
 
@@ -61,7 +69,8 @@ public enum RejectionReason: String, Sendable, Codable, CaseIterable {
     case alreadyExists
     /// `update` or `delete` of an annotation that does not exist (or was deleted).
     case notFound
-    /// `update` or `delete` of an annotation another client changed after `baseRevision`.
+    /// `update` or `delete` of an annotation another client changed after the change's
+    /// base revision (``ClientChange/baseRevision``, or the request's).
     case conflict
     /// The content is not valid Instant JSON (see the message).
     case invalidAnnotation
@@ -159,12 +168,14 @@ extension ClientChange {
         self.init(
             changeId: try fields.required("changeId", .integer),
             kind: try fields.required("kind", .oneOf(ChangeKind.self)),
-            id: try fields.required("id", .string), content: fields.value("content"))
+            id: try fields.required("id", .string), content: fields.value("content"),
+            baseRevision: try fields.optional("baseRevision", .integer))
     }
 
     public var json: JSONValue {
         .object(omittingNil: [
             "changeId": .integer(changeId), "kind": .string(kind.rawValue), "id": .string(id), "content": content,
+            "baseRevision": baseRevision.map { .integer($0) },
         ])
     }
 }

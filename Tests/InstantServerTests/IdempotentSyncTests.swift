@@ -54,6 +54,70 @@ import ServerTestSupport
         }
     }
 
+    /// A change carries the revision it was made against when that is older than the
+    /// request's: it is judged against that one. Bob's change at revision 2 is news to a
+    /// change made at 1, whatever cursor the request that carries it has; a replay is
+    /// answered with its first verdict whatever base it carries now; and a base outside 0
+    /// to the request's `baseRevision` is refused with the request, nothing applied.
+    @Test func aChangeIsJudgedAgainstItsOwnBaseRevision() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let bob = try await server.token(document: "d", user: "bob")
+            let anaClient = "ana-2-0123456789abcdef"
+            let created = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: anaClient, baseRevision: 0,
+                    changes: [
+                        ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A")),
+                        ClientChange(changeId: 2, kind: .create, id: "y", content: annotation("A")),
+                    ]))
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-2-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
+                    changes: [ClientChange(changeId: 1, kind: .update, id: "x", content: annotation("bob"))]))
+            #expect(bobs.revision == 2)
+            // Ana's cursor is at 2 now; her edit of x was made at 1, her edit of y too, but y
+            // has not changed since.
+            let request = SyncRequest(
+                clientId: anaClient, epoch: created.epoch, baseRevision: 2,
+                changes: [
+                    ClientChange(changeId: 3, kind: .update, id: "x", content: annotation("ana"), baseRevision: 1),
+                    ClientChange(changeId: 4, kind: .update, id: "y", content: annotation("ana"), baseRevision: 1),
+                    ClientChange(changeId: 5, kind: .update, id: "x", content: annotation("ana again")),
+                ])
+            let judged = try await server.sync("d", token: ana, request)
+            #expect(judged.results.map(\.accepted) == [false, true, true], "\(judged.results)")
+            #expect(judged.results.first?.reason == .conflict)
+            #expect(judged.results.first?.message?.contains("after revision 1") == true)
+            // Sent again with other bases (the answer was lost), the same verdicts.
+            var again = request
+            again.changes = again.changes.map {
+                var change = $0; change.baseRevision = nil; return change
+            }
+            let replayed = try await server.sync("d", token: ana, again)
+            #expect(replayed.results.map(\.accepted) == [false, true, true])
+            #expect(replayed.results.allSatisfy { $0.replayed })
+            #expect(replayed.revision == judged.revision, "nothing applied twice")
+
+            for base: Int64 in [-1, 4] {
+                let bad = SyncRequest(
+                    clientId: anaClient, epoch: created.epoch, baseRevision: 3,
+                    changes: [
+                        ClientChange(changeId: 6, kind: .update, id: "y", content: annotation("no"), baseRevision: base)
+                    ])
+                let reply = try await server.client(
+                    .POST, "d", "sync", token: ana, body: try JSONEncoder().encode(bad))
+                #expect(reply.status == 400 && reply.errorCode == "invalidRequest", "base \(base)")
+            }
+            let truth = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            #expect(truth.revision == judged.revision, "a refused request applies nothing")
+            #expect(truth.records.first { $0.id == "y" }?.content["text"] == .string("ana"))
+        }
+    }
+
     /// Creates, deletes and rejections replayed, also after a restart: the same verdicts,
     /// nothing applied twice, and a rejection stays one.
     @Test func replaysGetTheirFirstVerdictAlsoAfterARestart() async throws {

@@ -74,7 +74,15 @@ struct ClientRoutes {
         for change in body.changes where !seen.insert(change.changeId).inserted {
             throw ProtocolError(.invalidRequest, "changeId \(change.changeId) appears twice in one sync")
         }
-        for change in body.changes { try checkIdentifier(change.id, "annotation id") }
+        for change in body.changes {
+            try checkIdentifier(change.id, "annotation id")
+            if let base = change.baseRevision, !(0...body.baseRevision).contains(base) {
+                throw ProtocolError(
+                    .invalidRequest,
+                    "changeId \(change.changeId) has baseRevision \(base): a change's base lies between 0 and the sync's baseRevision (\(body.baseRevision))"
+                )
+            }
+        }
         var results: [ChangeResult] = []
         var written: LayerRef?
         if !body.changes.isEmpty {

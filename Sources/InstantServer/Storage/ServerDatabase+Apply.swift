@@ -46,8 +46,8 @@ extension ServerDatabase {
     ///
     /// - `create` loses to a live record with that id;
     /// - `update` and `delete` lose when the record is gone, or (for clients) when someone
-    ///   else changed it after the client's base revision; a record this same batch
-    ///   changed may be changed again.
+    ///   else changed it after the change's base revision (its own, or the request's); a
+    ///   record this same batch changed may be changed again.
     ///
     /// All accepted changes share one new revision. The batch's records and its client's
     /// earlier verdicts are read in a few statements up front, not one per change.
@@ -112,8 +112,11 @@ extension ServerDatabase {
             }
             let existing = records[key]
             let live = existing.map { !$0.deleted } ?? false
+            // A change made before the client's cursor moved (while an earlier sync was in
+            // flight, or left for this request) is judged against what it was made on.
+            let base = authority.baseRevision.map { change.baseRevision ?? $0 }
             let changedSinceBase: Bool = {
-                guard let base = authority.baseRevision, let existing, !touched.contains(key) else { return false }
+                guard let base, let existing, !touched.contains(key) else { return false }
                 // A client never conflicts with itself: its own earlier write is no news.
                 // (By bytes: a user id spelled otherwise is another user.)
                 if let client = authority.clientID, existing.writer.hasSameBytes(as: client) { return false }
@@ -147,7 +150,7 @@ extension ServerDatabase {
                     continue
                 }
                 guard !changedSinceBase else {
-                    reject(.conflict, "the annotation changed after revision \(authority.baseRevision ?? 0)")
+                    reject(.conflict, "the annotation changed after revision \(base ?? 0)")
                     continue
                 }
             }
