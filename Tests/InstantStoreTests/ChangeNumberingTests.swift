@@ -56,7 +56,16 @@ import Testing
         try old.close()
 
         let upgraded = try InstantStore(root: scratch.root).openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(try upgraded.pendingChanges() == before)
+        // The same changes; made against the cursor they would have been sent with (1).
+        let after = try upgraded.pendingChanges()
+        #expect(
+            after.map {
+                var change = $0; change.baseRevision = nil; return change
+            }
+                == before.map {
+                    var change = $0; change.baseRevision = nil; return change
+                })
+        #expect(after.allSatisfy { $0.baseRevision == 1 })
         #expect(try upgraded.changeCounts() == (before.count, 5))
         try upgraded.create(id: "new", content: note("new"))
         #expect(try upgraded.pendingChanges().last?.sequence == 6)
@@ -212,7 +221,7 @@ func downgradeToTheSecondFormat(_ db: Database, lastNumber: Int64) throws {
     try db.execute(sql: "ALTER TABLE meta DROP COLUMN changeNumberFloor")
     try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'pendingChange'")
     try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)", arguments: [lastNumber])
-    try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v3'")
+    try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v3', 'layer-v4')")
 }
 
 /// A closed layer file of the second format holding one change ("n0") and 400 records,

@@ -35,15 +35,18 @@ struct SyncRound {
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let limit = batchLimit
-        let (pending, read) = try await onDisk { layer in (try layer.pendingChanges(limit: limit), try layer.metadata())
+        var (pending, meta) = try await onDisk { layer in
+            (try layer.pendingChanges(limit: limit), try layer.metadata())
         }
-        var meta = read
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as
-            // changed by another writer: start from a snapshot, as the protocol says.
-            try await reset()
-            meta = try await onDisk { layer in try layer.metadata() }
+            // changed by another writer: start from a snapshot, as the protocol says. The
+            // snapshot also gives the pending changes its revision as their base.
+            try await reset(rebasing: true)
+            (pending, meta) = try await onDisk { layer in
+                (try layer.pendingChanges(limit: limit), try layer.metadata())
+            }
         }
         guard let clientID = meta.clientID else {
             throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
@@ -52,7 +55,7 @@ struct SyncRound {
         try Failpoint.check("sync.beforeSend")
         let request = SyncRequest(
             clientId: clientID, epoch: meta.epoch, baseRevision: meta.lastServerRevision,
-            changes: try pending.map(Self.clientChange), omitOwnChanges: true)
+            changes: try Self.clientChanges(pending, cursor: meta.lastServerRevision), omitOwnChanges: true)
         let response: SyncResponse
         switch await Self.attempt({ () async throws(APIFailure) in
             try await api.sync(document: document, jwt: jwt, request)
@@ -61,7 +64,7 @@ struct SyncRound {
             response = answer
         case .failure(let failure) where failure.isResetRequired:
             await willReceive()
-            try await reset()
+            try await reset(rebasing: true)
             return Outcome(sentChanges: !pending.isEmpty)
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
@@ -154,7 +157,7 @@ struct SyncRound {
                 page = answer
                 continue
             case .failure(let failure) where failure.isResetRequired:
-                try await reset(acknowledgingThrough: acknowledged)
+                try await reset(acknowledgingThrough: acknowledged, rebasing: true)
             case .failure(let failure):
                 throw failure
             }
@@ -193,7 +196,14 @@ struct SyncRound {
     /// change ids. Pending changes through `acknowledged` (decided by the server) are
     /// dropped in the same transaction. The records the snapshot changed, other than those
     /// still under a local change, go to ``onReceive``.
-    func reset(acknowledgingThrough acknowledged: Int64? = nil) async throws {
+    ///
+    /// `rebasing`: the server refused the cursor (the layer was created again, or lost
+    /// revisions), or it had no epoch. The revisions the pending changes were made against
+    /// mean nothing in the snapshot's history: they are made against the snapshot. A
+    /// snapshot the answer itself called for (same history) keeps them: a change stays
+    /// news to the pending changes that never showed it.
+    func reset(acknowledgingThrough acknowledged: Int64? = nil, rebasing: Bool = false) async throws {
+        var rebasing = rebasing
         var attempts = 0
         while true {
             attempts += 1
@@ -211,6 +221,7 @@ struct SyncRound {
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:
                     // The layer was created again while we paged: start over.
                     restarted = true
+                    rebasing = true
                     next = nil
                 case .failure(let failure):
                     throw failure
@@ -221,13 +232,15 @@ struct SyncRound {
             let stored = records.map {
                 ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)
             }
+            let rebase = rebasing
             // Read before the snapshot's transaction: a local change another process makes in
             // between can be misreported (never misapplied).
             let (before, local) = try await onDisk { layer in
                 let before = try layer.annotations()
                 let local = try layer.pendingAnnotationIDs(after: acknowledged)
                 try layer.applySnapshot(
-                    stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged)
+                    stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
+                    rebasingPending: rebase)
                 return (before, local)
             }
             onReceive(
@@ -244,7 +257,23 @@ struct SyncRound {
         do { return .success(try await body()) } catch { return .failure(error) }
     }
 
-    static func clientChange(_ change: PendingChange) throws -> ClientChange {
+    /// The pending changes as sent, each with the revision it was made against when that
+    /// is older than the cursor: a change made while an earlier sync was in flight (or
+    /// left for this request) must lose to another writer's change it never showed,
+    /// although the cursor has moved past it since. A change of a record under an earlier
+    /// pending change was made on that change: it takes the earliest base of its record's
+    /// changes (by the id's bytes).
+    static func clientChanges(_ pending: [PendingChange], cursor: Int64) throws -> [ClientChange] {
+        var earliest: [ExactString: Int64] = [:]
+        return try pending.map { change in
+            let key = ExactString(change.annotationID)
+            let base = max(0, min(change.baseRevision ?? cursor, cursor, earliest[key] ?? cursor))
+            earliest[key] = base
+            return try clientChange(change, base: base < cursor ? base : nil)
+        }
+    }
+
+    static func clientChange(_ change: PendingChange, base: Int64? = nil) throws -> ClientChange {
         let kind: ChangeKind =
             switch change.kind {
             case .create: .create
@@ -259,7 +288,8 @@ struct SyncRound {
                 )
             }
         }
-        return ClientChange(changeId: change.sequence, kind: kind, id: change.annotationID, content: content)
+        return ClientChange(
+            changeId: change.sequence, kind: kind, id: change.annotationID, content: content, baseRevision: base)
     }
 
     /// The changes of `sent` the server accepted afresh, as the records it wrote at the

@@ -71,13 +71,20 @@ extension LayerDatabase {
     /// Replaces the records with a server snapshot taken at `revision` (of `epoch`), then
     /// applies the pending local changes on top again (they are kept, not dropped, except
     /// those through `acknowledgedThrough`: the server decided them).
+    ///
+    /// The pending changes keep the revisions they were made against: a record another
+    /// writer changed after them is still news to them, although the snapshot shows it.
+    /// With `rebasingPending` (a snapshot of another history: the layer was created again
+    /// on the server, or the cursor had no epoch), they are made against the snapshot.
     public func applySnapshot(
-        _ records: [ServerRecord], revision: Int64, epoch: String? = nil, acknowledgedThrough: Int64? = nil
+        _ records: [ServerRecord], revision: Int64, epoch: String? = nil, acknowledgedThrough: Int64? = nil,
+        rebasingPending: Bool = false
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
         try write { db in
-            if let acknowledgedThrough {
-                try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledgedThrough])
+            if let acknowledgedThrough { try LayerDatabase.dropDecided(db, through: acknowledgedThrough) }
+            if rebasingPending {
+                try db.execute(sql: "UPDATE localChange SET baseRevision = ?", arguments: [revision])
             }
             try db.execute(sql: "DELETE FROM record")
             for record in records {
@@ -120,9 +127,7 @@ extension LayerDatabase {
             for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
         }
         try write { db in
-            if let acknowledgedThrough {
-                try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledgedThrough])
-            }
+            if let acknowledgedThrough { try LayerDatabase.dropDecided(db, through: acknowledgedThrough) }
             let upsert = try db.cachedStatement(
                 sql:
                     "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)"

@@ -93,10 +93,13 @@ extension LayerDatabase {
         // "through" a sequence, which must keep naming the same changes.
         for change in pending {
             try db.execute(
-                sql: "INSERT INTO localChange (seq, annotationId, kind, content, createdAt) VALUES (?, ?, ?, ?, ?)",
+                sql: """
+                    INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
                 arguments: [
                     change.sequence, change.annotationID.storedBytes, change.kind.rawValue, change.content,
-                    change.createdAt,
+                    change.createdAt, change.baseRevision,
                 ])
         }
         if let floor {

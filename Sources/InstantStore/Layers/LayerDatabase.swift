@@ -126,6 +126,11 @@ public final class LayerDatabase: Sendable {
 
     /// The local changes not yet acknowledged by the server, oldest first (the first
     /// `limit` of them, when given).
+    ///
+    /// Each carries the server revision it was made against: the cursor then, or the
+    /// record's revision when a sync's page had brought a later one. A change of a record
+    /// under an earlier pending change was made on that change, not on the server's
+    /// version: send it with the earliest base among its record's changes.
     public func pendingChanges(limit: Int? = nil) throws(StoreError) -> [PendingChange] {
         try read { db in try LayerDatabase.fetchPending(db, limit: limit) }
     }
@@ -171,7 +176,7 @@ public final class LayerDatabase: Sendable {
             }
             return PendingChange(
                 sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                content: row["content"], createdAt: row["createdAt"])
+                content: row["content"], createdAt: row["createdAt"], baseRevision: row["baseRevision"])
         }
     }
 
@@ -334,14 +339,41 @@ public final class LayerDatabase: Sendable {
     ///
     /// `createdAt` is stored as seconds since 1970 (GRDB reads numbers and its text dates
     /// alike as `Date`): formatting a date as text cost more than the insert.
+    ///
+    /// The change's base revision is what the layer showed of the record: the cursor, or
+    /// the revision of the server's version the record holds when that is later (a page
+    /// of an unfinished sync brought it). A record under an earlier pending change shows
+    /// that change instead; ``SyncRound`` sends such a change with the earlier one's base,
+    /// and ``dropDecided(_:through:)`` hands a decided change's base on to the later ones.
     static func appendPending(_ db: Database, _ id: String, _ kind: PendingChange.Kind, _ content: Data?) throws {
+        let bytes = id.storedBytes
         try db.run(
             """
-            INSERT INTO localChange (seq, annotationId, kind, content, createdAt)
-            VALUES ((\(lastChangeNumber)) + 1, ?, ?, ?, ?)
+            INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
+            VALUES ((\(lastChangeNumber)) + 1, ?, ?, ?, ?,
+                    (SELECT max(lastServerRevision,
+                                ifnull((SELECT serverRevision FROM record WHERE annotationId = ?), 0))
+                     FROM meta WHERE id = 1))
             """,
-            .blob(id.storedBytes), .text(kind.rawValue), content.map(BoundValue.blob) ?? .null,
-            .real(Date().timeIntervalSince1970))
+            .blob(bytes), .text(kind.rawValue), content.map(BoundValue.blob) ?? .null,
+            .real(Date().timeIntervalSince1970), .blob(bytes))
+    }
+
+    /// Drops the local changes through `acknowledged` (the server decided them). A later
+    /// pending change of the same record was made on top of a decided one, so it keeps the
+    /// decided one's base when that is older: the server's changes it never showed (the
+    /// pending change shadowed them) stay news to it.
+    static func dropDecided(_ db: Database, through acknowledged: Int64) throws {
+        try db.execute(
+            sql: """
+                WITH decided (annotationId, baseRevision) AS (
+                    SELECT annotationId, min(baseRevision) FROM localChange
+                    WHERE seq <= ? AND baseRevision IS NOT NULL GROUP BY annotationId)
+                UPDATE localChange SET baseRevision = decided.baseRevision FROM decided
+                WHERE localChange.seq > ? AND localChange.annotationId = decided.annotationId
+                  AND ifnull(localChange.baseRevision, decided.baseRevision + 1) > decided.baseRevision
+                """, arguments: [acknowledged, acknowledged])
+        try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledged])
     }
 
     /// Applies the pending changes, in order, to the records (after the server's state

@@ -35,6 +35,7 @@ enum LayerMigrations {
         }
         migrator.registerMigration("layer-v2", migrate: addSyncIdentity)
         migrator.registerMigration("layer-v3", migrate: numberChangesInMeta)
+        migrator.registerMigration("layer-v4", migrate: addChangeBases)
         return migrator
     }
 
@@ -94,6 +95,17 @@ enum LayerMigrations {
                 """)
     }
 
+    /// Each local change keeps the server revision it was made against, sent with it: the
+    /// server judges it against that, not against the cursor of the request that carries it,
+    /// which may have moved past another writer's change the local change never saw (it
+    /// was made while an earlier sync was in flight, or left for a later request). The
+    /// changes of a file from before get the cursor they would have been sent with; a
+    /// change an older process adds meanwhile has none, and is sent with the request's.
+    static func addChangeBases(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE localChange ADD COLUMN baseRevision INTEGER")
+        try db.execute(sql: "UPDATE localChange SET baseRevision = (SELECT lastServerRevision FROM meta WHERE id = 1)")
+    }
+
     /// Brings a file made by an older version up to date, race-free across processes: the
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
@@ -121,6 +133,10 @@ enum LayerMigrations {
             if !applied.contains("layer-v3") {
                 try numberChangesInMeta(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v3')")
+            }
+            if !applied.contains("layer-v4") {
+                try addChangeBases(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v4')")
             }
             return .commit
         }

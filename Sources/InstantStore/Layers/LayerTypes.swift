@@ -36,6 +36,9 @@ public struct PendingChange: Sendable, Equatable {
     /// The annotation's content after the change; nil for a deletion.
     public var content: Data?
     public var createdAt: Date
+    /// The server revision the change was made against (see ``LayerDatabase/pendingChanges(limit:)``);
+    /// nil for a change made by a version before layer-v4, sent against the cursor.
+    public var baseRevision: Int64? = nil
 }
 
 /// An annotation record as the server holds it.
