@@ -88,6 +88,50 @@ import Testing
         #expect(try store.localDescriptors(tenant: theirs).count == 1, "the other server's layer stays")
     }
 
+    /// A JWT that adds or drops the `user_id` is for another user: the server scopes a
+    /// client's verdicts by user, so the layer's unanswered changes would be judged afresh,
+    /// as another writer's. Refused for the descriptor, its reauthentication and download.
+    @Test func aJWTThatAddsOrDropsTheUserIsAnotherUser() throws {
+        defer {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let (store, ours, _) = try storeWithTwoServers()
+        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
+        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        try store.createLayer(tenant: ours, document: "d", layer: "anyone").close()
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+
+        let ana = try client.documentDescriptor(forJWT: jwt("d", user: "ana"))
+        #expect {
+            try client.documentDescriptor(forJWT: jwt("d"))
+        } throws: { ($0 as? InstantError)?.code == .userIDMismatch }
+        #expect {
+            try ana.check(InstantJWT(parsing: jwt("d")))
+        } throws: {
+            ($0 as? InstantError)?.message.contains("stored for user ana, and this JWT is for no user") == true
+        }
+        #expect {
+            try ana.download(usingJWT: jwt("d"))
+        } throws: { ($0 as? InstantError)?.code == .userIDMismatch }
+        try ana.check(InstantJWT(parsing: jwt("d", user: "ana")))
+
+        let anyone = try client.documentDescriptor(forJWT: jwt("d", layer: "anyone"))
+        #expect(anyone.userID == nil)
+        #expect {
+            try client.documentDescriptor(forJWT: jwt("d", layer: "anyone", user: "ana"))
+        } throws: { ($0 as? InstantError)?.code == .userIDMismatch }
+        #expect {
+            try anyone.check(InstantJWT(parsing: jwt("d", layer: "anyone", user: "ana")))
+        } throws: {
+            ($0 as? InstantError)?.message.contains("stored for no user, and this JWT is for user ana") == true
+        }
+        // Once the local storage is gone, any user may download it.
+        try client.removeLocalStorage(forDocumentIdentifier: "d")
+        #expect(try client.documentDescriptor(forJWT: jwt("d", layer: "anyone", user: "ana")).userID == "ana")
+        #expect(try client.documentDescriptor(forJWT: jwt("d")).documentState == .unknown)
+    }
+
     @Test func unreferencedEntriesAndTheClientsWholeStorage() throws {
         defer {
             try? FileManager.default.removeItem(at: root)

@@ -93,12 +93,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        if let owner = stored?.userID, let user = jwt.userID, !owner.hasSameBytes(as: user) {
-            throw InstantError(
-                .userIDMismatch,
-                "the layer is stored for user \(owner), and this JWT is for \(user): remove the document's local storage to change users"
-            )
-        }
+        try jwt.checkUser(of: stored)
         let descriptor = descriptor(jwt.documentID, jwt.layerName, userID: stored?.userID ?? jwt.userID)
         descriptor.update(jwt: jwt)
         return descriptor

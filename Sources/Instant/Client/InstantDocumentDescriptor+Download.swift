@@ -111,10 +111,6 @@ extension InstantDocumentDescriptor {
                 .invalidJWT,
                 "the JWT is for document \(jwt.documentID), layer \"\(jwt.layerName)\", not for \(self)")
         }
-        if let owner = stored?.userID, let user = jwt.userID, !owner.hasSameBytes(as: user) {
-            throw InstantError(
-                .userIDMismatch,
-                "the layer is stored for user \(owner), and this JWT is for \(user): remove its local storage first")
-        }
+        try jwt.checkUser(of: stored)
     }
 }

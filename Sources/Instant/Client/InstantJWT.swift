@@ -1,5 +1,6 @@
 import Foundation
 import InstantProtocol
+import InstantStore
 
 /// The claims of an Instant JWT, read offline: the client never checks the signature (the
 /// server does), it only needs to know which document and layer the token is for, and whose.
@@ -109,5 +110,22 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
             }
         }
         return bytes
+    }
+}
+
+extension InstantJWT {
+    /// Refuses this JWT for a layer stored for another user (`userIDMismatch`): the
+    /// `user_id` must be the one the layer was downloaded with, absent when that was absent,
+    /// compared by bytes. The server keeps a client's verdicts, and its immunity from
+    /// conflicts with its own changes, per user: a JWT that adds, drops or changes the
+    /// user would have the layer's unanswered changes judged afresh, as another writer's.
+    func checkUser(of stored: LocalDescriptor?) throws(InstantError) {
+        guard let stored, !stored.userID.hasSameBytes(as: userID) else { return }
+        let owner = stored.userID.map { "user \($0)" } ?? "no user"
+        let user = userID.map { "user \($0)" } ?? "no user"
+        throw InstantError(
+            .userIDMismatch,
+            "the layer is stored for \(owner), and this JWT is for \(user): remove the document's local storage to change users"
+        )
     }
 }
