@@ -19,7 +19,8 @@ final class FaultProxy: @unchecked Sendable {
     private var refusing = false
     private var loseNext: String?
     /// The next request starting with `.prefix` is not forwarded: `.response` answers it.
-    private var answerNext: (prefix: String, response: String)?
+    private var answerNext: (prefix: String, response: String, times: Int)?
+    private var answered = 0
     private var cutNextAfter: Int?
     /// Connections to close at once after the next cut (a server restarting).
     private var refuseAfterCut = 0
@@ -70,13 +71,19 @@ final class FaultProxy: @unchecked Sendable {
     /// reaches the server, and its whole response is thrown away: the connection closes.
     func loseNextResponse(to prefix: String) { lock.withLock { loseNext = prefix } }
 
-    /// Answers the next request whose head starts with `prefix` with `status` and `body`
-    /// (and closes the connection), without forwarding it: a proxy in the way that refuses.
-    func answerNextRequest(to prefix: String, status: String, body: String = "", contentType: String? = nil) {
+    /// Answers the next request (the next `times` requests) whose head starts with `prefix`
+    /// with `status` and `body` (and closes the connection), without forwarding it: a proxy
+    /// in the way that refuses, or a server that answers nonsense. `times: 0` stops.
+    func answerNextRequest(
+        to prefix: String, status: String, body: String = "", contentType: String? = nil, times: Int = 1
+    ) {
         var head = "HTTP/1.1 \(status)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
-        lock.withLock { answerNext = (prefix, head + "\r\n" + body) }
+        lock.withLock { answerNext = times > 0 ? (prefix, head + "\r\n" + body, times) : nil }
     }
+
+    /// How many requests the proxy answered itself (``answerNextRequest(to:status:body:contentType:times:)``).
+    var requestsAnswered: Int { lock.withLock { answered } }
 
     /// The first connection whose response stream reaches `bytes` bytes is cut there.
     func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
@@ -167,7 +174,8 @@ final class FaultProxy: @unchecked Sendable {
                         connection.lock.withLock { connection.loseResponse = true }
                     }
                     guard let answer = answerNext, head.hasPrefix(answer.prefix) else { return nil }
-                    answerNext = nil
+                    answerNext = answer.times > 1 ? (answer.prefix, answer.response, answer.times - 1) : nil
+                    answered += 1
                     return answer.response
                 }
                 if let canned {

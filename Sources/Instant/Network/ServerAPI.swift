@@ -102,11 +102,16 @@ struct ServerAPI: Sendable {
         } catch {
             throw APIFailure.network(Self.describe(error))
         }
+        let answer: T
         do {
-            return try T(jsonData: bytes.readableBytesView)
+            answer = try T(jsonData: bytes.readableBytesView)
         } catch {
             throw APIFailure.invalidResponse("\(endpoint) answered \(response.status.code) with \(error.message)")
         }
+        if let cursor = answer as? any ServerCursorAnswer, let problem = cursor.cursorProblem {
+            throw APIFailure.invalidResponse("\(endpoint) answered with \(problem)")
+        }
+        return answer
     }
 
     func makeRequest(

@@ -34,6 +34,10 @@ actor SyncEngine {
     /// The most changes one request carries (the server's default cap).
     static let maxBatch = 10_000
     private var batchLimit = maxBatch
+    /// Rounds in a row whose cursor the server refused (`resetRequired`): past
+    /// ``resetsInARow``, the next refusal fails the cycle, to be retried with backoff.
+    private var resetStreak = 0
+    static let resetsInARow = 3
     var listeners = 0
     var listening: Task<Void, Never>?
     var listenGeneration = 0
@@ -143,6 +147,7 @@ actor SyncEngine {
                 try Task.checkCancellation()
                 var round = SyncRound(
                     api: api, layer: layer, document: descriptor.identifier, jwt: jwt, batchLimit: batchLimit)
+                round.mayReset = resetStreak < Self.resetsInARow
                 round.onReceive = { [weak descriptor] changes in
                     guard let descriptor, let client = descriptor.client, !changes.isEmpty else { return }
                     client.emit(.didReceiveChanges(descriptor, changes))
@@ -156,6 +161,7 @@ actor SyncEngine {
                     willReceive: { await self.enter(.receivingChanges) })
                 try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
+                resetStreak = outcome.resetRequired ? resetStreak + 1 : 0
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
@@ -163,6 +169,8 @@ actor SyncEngine {
             awaitingAuthentication = false
         } catch {
             result = .failure(Self.instantError(error, descriptor))
+            // The next cycle (after the backoff) may take one snapshot again.
+            resetStreak = min(resetStreak, Self.resetsInARow - 1)
         }
         cycle = nil
         descriptor.setCycleState(nil)

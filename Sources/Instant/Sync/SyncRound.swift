@@ -20,6 +20,11 @@ struct SyncRound {
     /// Told of other writers' changes as each page (or snapshot) is applied, so that a
     /// round cut short still reports what it applied.
     var onReceive: @Sendable ([InstantServerChange]) -> Void = { _ in }
+    /// Whether a `resetRequired` may be answered with a snapshot now. A server that keeps
+    /// refusing the cursor it gave (an unstable epoch) would otherwise have a snapshot
+    /// taken at every round, without pause: the engine lets a few in a row through, then
+    /// fails the cycle as a request failure, which is retried with backoff.
+    var mayReset = true
 
     /// What a round did.
     struct Outcome {
@@ -29,6 +34,8 @@ struct SyncRound {
         var lost: [InstantLostChange] = []
         /// The server refused the batch as too large: send fewer.
         var batchTooLarge = false
+        /// The server refused the cursor (`resetRequired`), and the round took a snapshot.
+        var resetRequired = false
     }
 
     /// Sends up to ``batchLimit`` pending changes and applies the answer. `willReceive` is
@@ -61,11 +68,21 @@ struct SyncRound {
             try await api.sync(document: document, jwt: jwt, request)
         }) {
         case .success(let answer):
+            // A cursor answered behind ours, in the same history, would move it back.
+            guard answer.epoch != meta.epoch || answer.revision >= meta.lastServerRevision else {
+                throw InstantError(
+                    .invalidServerData,
+                    "the server answered revision \(answer.revision), behind this copy's \(meta.lastServerRevision) of the same epoch"
+                )
+            }
             response = answer
         case .failure(let failure) where failure.isResetRequired:
+            try checkMayReset()
             await willReceive()
             try await reset(rebasing: true)
-            return Outcome(sentChanges: !pending.isEmpty)
+            var outcome = Outcome(sentChanges: !pending.isEmpty)
+            outcome.resetRequired = true
+            return outcome
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
             return Outcome(sentChanges: true, batchTooLarge: true)
         case .failure(let failure) where failure.isPayloadLimit && pending.count == 1:
@@ -113,6 +130,7 @@ struct SyncRound {
         let own = try Self.ownChanges(request.changes, response, base: meta.lastServerRevision)
         page.changes = own + page.changes
         var ownLeft = own.count
+        var resetRequired = false
         // What our replayed changes wrote, which the answer may bring back as changes.
         let ours = Dictionary(
             zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }
@@ -154,9 +172,17 @@ struct SyncRound {
                 try await api.changes(document: document, jwt: jwt, epoch: response.epoch, since: since, after: after)
             }) {
             case .success(let answer):
+                guard answer.epoch == response.epoch, answer.revision >= page.revision else {
+                    throw InstantError(
+                        .invalidServerData,
+                        "a page of changes answered epoch \(answer.epoch) at revision \(answer.revision), after epoch \(response.epoch) at revision \(page.revision)"
+                    )
+                }
                 page = answer
                 continue
             case .failure(let failure) where failure.isResetRequired:
+                try checkMayReset()
+                resetRequired = true
                 try await reset(acknowledgingThrough: acknowledged, rebasing: true)
             case .failure(let failure):
                 throw failure
@@ -164,11 +190,23 @@ struct SyncRound {
             break
         }
         var outcome = Outcome(sentChanges: !pending.isEmpty)
+        outcome.resetRequired = resetRequired
         for (change, result) in rejected {
             let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
             outcome.lost.append(try await lostChange(change, reason: reason, message: result.message))
         }
         return outcome
+    }
+
+    /// Fails the round when ``mayReset`` is false: the server has refused the cursor too
+    /// many times in a row (see ``mayReset``).
+    private func checkMayReset() throws(InstantError) {
+        guard mayReset else {
+            throw InstantError(
+                .requestFailed,
+                "the server asked for a new snapshot several times in a row (its layer keeps changing epoch): trying again later"
+            )
+        }
     }
 
     /// Runs store work (SQLite, and the fsync of a commit) off Swift's cooperative pool: a
@@ -216,6 +254,11 @@ struct SyncRound {
                     try await api.snapshot(document: document, jwt: jwt, epoch: first.epoch, after: after)
                 }) {
                 case .success(let page):
+                    guard page.epoch == first.epoch else {
+                        throw InstantError(
+                            .invalidServerData,
+                            "a page of the snapshot answered epoch \(page.epoch), after \(first.epoch)")
+                    }
                     records += page.records
                     next = page.next
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:
