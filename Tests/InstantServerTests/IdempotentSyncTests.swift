@@ -57,8 +57,8 @@ import ServerTestSupport
     /// A change carries the revision it was made against when that is older than the
     /// request's: it is judged against that one. Bob's change at revision 2 is news to a
     /// change made at 1, whatever cursor the request that carries it has; a replay is
-    /// answered with its first verdict whatever base it carries now; and a base outside 0
-    /// to the request's `baseRevision` is refused with the request, nothing applied.
+    /// answered with its first verdict whatever base it carries now; a negative base is
+    /// refused, and one past the layer's revision gets `resetRequired`, nothing applied.
     @Test func aChangeIsJudgedAgainstItsOwnBaseRevision() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
@@ -102,7 +102,9 @@ import ServerTestSupport
             #expect(replayed.results.allSatisfy { $0.replayed })
             #expect(replayed.revision == judged.revision, "nothing applied twice")
 
-            for base: Int64 in [-1, 4] {
+            // A negative base is refused; one the layer cannot have given (past its revision,
+            // 3) gets `resetRequired`, like such a cursor. Nothing is applied.
+            for (base, status, code) in [(Int64(-1), 400, "invalidRequest"), (4, 409, "resetRequired")] {
                 let bad = SyncRequest(
                     clientId: anaClient, epoch: created.epoch, baseRevision: 3,
                     changes: [
@@ -110,11 +112,29 @@ import ServerTestSupport
                     ])
                 let reply = try await server.client(
                     .POST, "d", "sync", token: ana, body: try JSONEncoder().encode(bad))
-                #expect(reply.status == 400 && reply.errorCode == "invalidRequest", "base \(base)")
+                #expect(reply.status == status && reply.errorCode == code, "base \(base)")
             }
             let truth = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
             #expect(truth.revision == judged.revision, "a refused request applies nothing")
             #expect(truth.records.first { $0.id == "y" }?.content["text"] == .string("ana"))
+
+            // A base later than the request's (the client showed a record a page of an
+            // unfinished answer brought) is judged as it is: Bob's change at 4 was shown.
+            let bobsAgain = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-2-0123456789abcdef", epoch: created.epoch, baseRevision: 3,
+                    changes: [ClientChange(changeId: 2, kind: .update, id: "y", content: annotation("bob"))]))
+            #expect(bobsAgain.revision == 4)
+            let onBobs = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: anaClient, epoch: created.epoch, baseRevision: 3,
+                    changes: [
+                        ClientChange(
+                            changeId: 7, kind: .update, id: "y", content: annotation("ana on bob's"), baseRevision: 4)
+                    ]))
+            #expect(onBobs.results.map(\.accepted) == [true], "\(onBobs.results)")
         }
     }
 

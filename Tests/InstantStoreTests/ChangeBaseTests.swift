@@ -60,6 +60,51 @@ import Testing
         #expect(left.map { $0.baseRevision ?? -1 } == [3, 3])
     }
 
+    /// An answer in pages rejects the edit of `s1` (another writer changed it) and brings
+    /// that writer's version on its first page. An edit made on the rejected one before
+    /// that page keeps the rejected one's base; an edit made after it, on the writer's
+    /// version the layer showed, keeps its own, also once the last page drops the decided
+    /// change.
+    @Test func aDecidedChangeHandsItsBaseOnOnlyToTheChangesMadeOnIt() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "",
+            snapshot: [ServerRecord(id: "s1", content: note("s1"), revision: 3)], revision: 3, epoch: "e1")
+        defer { layer.close() }
+        try layer.update(id: "s1", content: note("rejected edit"))
+        let decided = try #require(try layer.pendingChanges().last?.sequence)
+        // Sent; meanwhile an edit on top of it.
+        try layer.update(id: "s1", content: note("on the rejected edit"))
+        // The first page brings the other writer's version; the rejected edit is not put back.
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "s1", content: note("another writer"), revision: 5)], newRevision: nil,
+            acknowledgedThrough: nil, decidedThrough: decided)
+        #expect(try layer.annotation(id: "s1")?.content == note("on the rejected edit"))
+        #expect(try layer.pendingChanges().map(\.baseRevision) == [nil, 3], "handed on, then cleared")
+        // Another edit, on the one above (still pending): it keeps what the record showed
+        // of the server (5); a sync sends its record's earliest base (3) with both.
+        try layer.update(id: "s1", content: note("after the page"))
+        try layer.applyServerChanges(
+            [], newRevision: 6, epoch: "e1", acknowledgedThrough: decided, decidedThrough: decided)
+        #expect(try layer.pendingChanges().map(\.baseRevision) == [3, 5], "the last page hands nothing on again")
+
+        // Once a page has shown the writer's version with nothing pending on it, a new
+        // edit is made on that version, and keeps its base past the last page.
+        try layer.applySnapshot(
+            [ServerRecord(id: "s2", content: note("s2"), revision: 6)], revision: 6, epoch: "e1",
+            acknowledgedThrough: try layer.pendingChanges().last?.sequence)
+        try layer.update(id: "s2", content: note("rejected"))
+        let second = try #require(try layer.pendingChanges().last?.sequence)
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "s2", content: note("writer"), revision: 8)], newRevision: nil,
+            acknowledgedThrough: nil, decidedThrough: second)
+        #expect(try layer.annotation(id: "s2")?.content == note("writer"))
+        try layer.update(id: "s2", content: note("on the writer's"))
+        try layer.applyServerChanges(
+            [], newRevision: 9, epoch: "e1", acknowledgedThrough: second, decidedThrough: second)
+        #expect(try layer.pendingChanges().map(\.baseRevision) == [8], "made on the writer's version at 8")
+    }
+
     /// A snapshot the answer called for keeps the bases, whatever its epoch (a named layer's
     /// first write forks it from the default layer under a new epoch, keeping revisions);
     /// one of another history (the layer was created again) replaces them.
@@ -92,6 +137,7 @@ import Testing
         let old = try DatabaseQueue(path: path)
         try old.write { db in
             try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
+            try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v4'")
         }
         try old.close()

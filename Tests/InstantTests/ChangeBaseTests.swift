@@ -132,7 +132,7 @@ import Testing
         }
     }
 
-    /// What goes on the wire: a change's own base when older than the cursor (nothing
+    /// What goes on the wire: a change's own base when it is not the cursor (nothing
     /// otherwise), and a change of a record under an earlier pending change takes the
     /// earliest base of that record's changes, by the id's bytes.
     @Test func eachChangeCarriesTheEarliestBaseOfItsRecord() throws {
@@ -146,12 +146,14 @@ import Testing
         let sent = try SyncRound.clientChanges(
             [
                 pending(1, "a", 3), pending(2, "b", 8), pending(3, "a", 8), pending(4, composed, 2),
-                pending(5, decomposed, 8), pending(6, "c", nil), pending(7, "d", 12),
+                pending(5, decomposed, 8), pending(6, "c", nil), pending(7, "d", 12), pending(8, "a", nil),
+                pending(9, "e", nil), pending(10, "e", 5),
             ], cursor: 8)
-        #expect(sent.map(\.changeId) == [1, 2, 3, 4, 5, 6, 7])
-        // "a" keeps 3 for both; "b" is at the cursor (not sent); another spelling of é is
-        // another record; no base (a change from before layer-v4) and one past the cursor
-        // are sent against the cursor.
-        #expect(sent.map(\.baseRevision) == [3, nil, 3, 2, nil, nil, nil])
+        #expect(sent.map(\.changeId) == Array(1...10))
+        // "a" keeps 3 for all three (the last had none); "b" is at the cursor (not sent);
+        // another spelling of é is another record; no base (a change from before layer-v4,
+        // or a decided one's, handed on) is sent against the cursor; one past the cursor
+        // (made on what a page brought) is sent as it is.
+        #expect(sent.map(\.baseRevision) == [3, nil, 3, 2, nil, nil, 12, 3, nil, 5])
     }
 }

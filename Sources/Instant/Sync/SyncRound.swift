@@ -49,8 +49,9 @@ struct SyncRound {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as
             // changed by another writer: start from a snapshot, as the protocol says. The
-            // snapshot also gives the pending changes its revision as their base.
-            try await reset(rebasing: true)
+            // pending changes keep their bases only when the snapshot is of the history they
+            // belong to (a repair's replacement names it).
+            try await reset(history: meta.baseEpoch)
             (pending, meta) = try await onDisk { layer in
                 (try layer.pendingChanges(limit: limit), try layer.metadata())
             }
@@ -79,7 +80,7 @@ struct SyncRound {
         case .failure(let failure) where failure.isResetRequired:
             try checkMayReset()
             await willReceive()
-            try await reset(rebasing: true)
+            try await reset(history: nil)
             var outcome = Outcome(sentChanges: !pending.isEmpty)
             outcome.resetRequired = true
             return outcome
@@ -91,7 +92,7 @@ struct SyncRound {
             // the server's version of the record back. (Only on the server's own word: a
             // 413 without its error body, from a proxy say, keeps every change.)
             await willReceive()
-            try await reset(acknowledgingThrough: pending[0].sequence)
+            try await reset(acknowledgingThrough: pending[0].sequence, history: meta.epoch)
             var outcome = Outcome(sentChanges: true)
             outcome.lost = [
                 try await lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
@@ -164,7 +165,7 @@ struct SyncRound {
                     contentChecked: true)
             }
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains(ExactString($0.id)) }, held: held))
-            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged) }
+            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged, history: response.epoch) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision
@@ -183,7 +184,7 @@ struct SyncRound {
             case .failure(let failure) where failure.isResetRequired:
                 try checkMayReset()
                 resetRequired = true
-                try await reset(acknowledgingThrough: acknowledged, rebasing: true)
+                try await reset(acknowledgingThrough: acknowledged, history: nil)
             case .failure(let failure):
                 throw failure
             }
@@ -235,13 +236,14 @@ struct SyncRound {
     /// dropped in the same transaction. The records the snapshot changed, other than those
     /// still under a local change, go to ``onReceive``.
     ///
-    /// `rebasing`: the server refused the cursor (the layer was created again, or lost
-    /// revisions), or it had no epoch. The revisions the pending changes were made against
-    /// mean nothing in the snapshot's history: they are made against the snapshot. A
-    /// snapshot the answer itself called for (same history) keeps them: a change stays
-    /// news to the pending changes that never showed it.
-    func reset(acknowledgingThrough acknowledged: Int64? = nil, rebasing: Bool = false) async throws {
-        var rebasing = rebasing
+    /// `history` is the epoch the pending changes' base revisions belong to: a snapshot of
+    /// it keeps them (a change stays news to the pending changes that never showed it). A
+    /// snapshot of another history (the layer was created again between the answer and the
+    /// snapshot), or with `history` nil (the server refused the cursor: the layer was
+    /// created again, or lost revisions; or the cursor had no epoch), makes them the
+    /// snapshot's revision: the old revisions mean nothing there.
+    func reset(acknowledgingThrough acknowledged: Int64? = nil, history: String?) async throws {
+        var rebasing = history == nil
         var attempts = 0
         while true {
             attempts += 1
@@ -271,6 +273,7 @@ struct SyncRound {
                 }
             }
             if restarted { continue }
+            if first.epoch != history { rebasing = true }
             try Failpoint.check("reset.beforeApply")
             let stored = records.map {
                 ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)
@@ -301,18 +304,21 @@ struct SyncRound {
     }
 
     /// The pending changes as sent, each with the revision it was made against when that
-    /// is older than the cursor: a change made while an earlier sync was in flight (or
-    /// left for this request) must lose to another writer's change it never showed,
-    /// although the cursor has moved past it since. A change of a record under an earlier
-    /// pending change was made on that change: it takes the earliest base of its record's
-    /// changes (by the id's bytes).
+    /// is not the cursor: a change made while an earlier sync was in flight (or left for
+    /// this request) must lose to another writer's change it never showed, although the
+    /// cursor has moved past it since. (One can also be later than the cursor: made on a
+    /// record that a page of an unfinished answer brought.) A change of a record under an
+    /// earlier pending change was made on that change: it takes the earliest base of its
+    /// record's changes (by the id's bytes). A change without a base (made by a version
+    /// before layer-v4, or one whose base a decided change handed on) is sent against the
+    /// cursor, unless an earlier change of its record has one.
     static func clientChanges(_ pending: [PendingChange], cursor: Int64) throws -> [ClientChange] {
         var earliest: [ExactString: Int64] = [:]
         return try pending.map { change in
             let key = ExactString(change.annotationID)
-            let base = max(0, min(change.baseRevision ?? cursor, cursor, earliest[key] ?? cursor))
-            earliest[key] = base
-            return try clientChange(change, base: base < cursor ? base : nil)
+            let base = [change.baseRevision, earliest[key]].compactMap { $0 }.min().map { max(0, $0) }
+            if let base { earliest[key] = base }
+            return try clientChange(change, base: base == cursor ? nil : base)
         }
     }
 

@@ -76,11 +76,9 @@ struct ClientRoutes {
         }
         for change in body.changes {
             try checkIdentifier(change.id, "annotation id")
-            if let base = change.baseRevision, !(0...body.baseRevision).contains(base) {
+            if let base = change.baseRevision, base < 0 {
                 throw ProtocolError(
-                    .invalidRequest,
-                    "changeId \(change.changeId) has baseRevision \(base): a change's base lies between 0 and the sync's baseRevision (\(body.baseRevision))"
-                )
+                    .invalidRequest, "changeId \(change.changeId) has baseRevision \(base), which must not be negative")
             }
         }
         var results: [ChangeResult] = []

@@ -95,7 +95,8 @@ extension LayerDatabase {
             }
             try LayerDatabase.reapplyPending(db)
             try db.execute(
-                sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch)", arguments: [revision, epoch])
+                sql: "UPDATE meta SET lastServerRevision = ?, epoch = COALESCE(?, epoch), baseEpoch = NULL",
+                arguments: [revision, epoch])
         }
     }
 

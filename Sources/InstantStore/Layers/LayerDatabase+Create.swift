@@ -74,15 +74,15 @@ extension LayerDatabase {
         try db.cachedStatement(
             sql: """
                 INSERT INTO meta (id, tenant, documentIdentifier, layerName, pdfSha256, userId,
-                                  lastServerRevision, removed, createdAt, clientId, epoch)
-                VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+                                  lastServerRevision, removed, createdAt, clientId, epoch, baseEpoch)
+                VALUES (1, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
                 metadata.tenant.string, metadata.documentIdentifier.storedBytes,
                 metadata.layerName.storedBytes, metadata.pdfSHA256?.hex, metadata.userID?.storedBytes,
                 metadata.lastServerRevision, Date(), metadata.clientID ?? UUID().uuidString.lowercased(),
-                metadata.epoch,
+                metadata.epoch, metadata.baseEpoch,
             ])
         let insertRecord = try db.cachedStatement(
             sql: "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)")

@@ -73,16 +73,27 @@ extension LayerDatabase {
         }
     }
 
-    /// The client id of a layer file that may be damaged, if it can be read: a replacement
-    /// keeps it, so the server answers the salvaged changes it already applied with their
-    /// first verdicts instead of applying them again.
-    static func salvageClientID(path: String) -> String? {
-        guard FileSystem.exists(path) else { return nil }
+    /// The client id of a layer file that may be damaged, and the epoch its pending changes'
+    /// bases belong to, as far as they can be read. A replacement keeps the id, so the
+    /// server answers the salvaged changes it already applied with their first verdicts
+    /// instead of applying them again; and the epoch, so a snapshot of the same history
+    /// keeps the bases.
+    static func salvageSyncIdentity(path: String) -> (clientID: String?, baseEpoch: String?) {
+        guard FileSystem.exists(path) else { return (nil, nil) }
         var configuration = Configuration()
         configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return (nil, nil) }
         defer { try? queue.close() }
-        return try? queue.read { db in try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1") }
+        let clientID = try? queue.read { db in
+            try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1")
+        }
+        // A file of a format before layer-v4 has no baseEpoch column.
+        let epoch = try? queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1").flatMap { row -> String? in
+                row["epoch"] ?? row["baseEpoch"]
+            }
+        }
+        return (clientID ?? nil, epoch ?? nil)
     }
 
     /// How far past its last change number a file that carries on a client id numbers

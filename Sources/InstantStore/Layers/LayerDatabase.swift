@@ -315,7 +315,7 @@ public final class LayerDatabase: Sendable {
             tenant: tenant, documentIdentifier: String(storedBytes: row["documentIdentifier"]),
             layerName: String(storedBytes: row["layerName"]), pdfSHA256: pdf.flatMap { BlobHash(hex: $0) },
             userID: user.map { String(storedBytes: $0) }, lastServerRevision: row["lastServerRevision"],
-            epoch: row["epoch"], clientID: row["clientId"])
+            epoch: row["epoch"], clientID: row["clientId"], baseEpoch: row["baseEpoch"])
     }
 
     private static func annotation(_ row: Row) -> Annotation {
@@ -359,21 +359,56 @@ public final class LayerDatabase: Sendable {
             .real(Date().timeIntervalSince1970), .blob(bytes))
     }
 
-    /// Drops the local changes through `acknowledged` (the server decided them). A later
-    /// pending change of the same record was made on top of a decided one, so it keeps the
-    /// decided one's base when that is older: the server's changes it never showed (the
-    /// pending change shadowed them) stay news to it.
+    /// Drops the local changes through `acknowledged` (the server decided them), handing
+    /// their bases on first (``handDownBases(_:decidedThrough:only:)``).
     static func dropDecided(_ db: Database, through acknowledged: Int64) throws {
-        try db.execute(
-            sql: """
-                WITH decided (annotationId, baseRevision) AS (
-                    SELECT annotationId, min(baseRevision) FROM localChange
-                    WHERE seq <= ? AND baseRevision IS NOT NULL GROUP BY annotationId)
-                UPDATE localChange SET baseRevision = decided.baseRevision FROM decided
-                WHERE localChange.seq > ? AND localChange.annotationId = decided.annotationId
-                  AND ifnull(localChange.baseRevision, decided.baseRevision + 1) > decided.baseRevision
-                """, arguments: [acknowledged, acknowledged])
+        try handDownBases(db, decidedThrough: acknowledged)
         try db.execute(sql: "DELETE FROM localChange WHERE seq <= ?", arguments: [acknowledged])
+    }
+
+    /// A decided change (through `decided`) stops showing when its record is replaced by
+    /// the server's answer: a page that brings the record, a snapshot, or the last page.
+    /// The pending changes of that record made until then were made on top of it, so they
+    /// take its base when that is older: the server's changes they never showed (the
+    /// decided change shadowed them) stay news to them. The decided change's base is then
+    /// cleared, so a change made later, on the server's version, keeps its own.
+    ///
+    /// With `only`, just the records of those ids (by bytes: a page's); else every record.
+    static func handDownBases(_ db: Database, decidedThrough decided: Int64, only: Set<[UInt8]>? = nil) throws {
+        var bases: [[UInt8]: Int64] = [:]
+        var handed: [Int64] = []
+        var withBase = 0
+        let decidedRows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql:
+                    "SELECT seq, annotationId, baseRevision FROM localChange WHERE seq <= ? AND baseRevision IS NOT NULL"
+            ), arguments: [decided])
+        while let row = try decidedRows.next() {
+            withBase += 1
+            let id = [UInt8](row[1] as Data)
+            if let only, !only.contains(id) { continue }
+            let base: Int64 = row[2]
+            bases[id] = min(base, bases[id] ?? base)
+            handed.append(row[0])
+        }
+        guard !bases.isEmpty else { return }
+        let later = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT seq, annotationId, baseRevision FROM localChange WHERE seq > ?"),
+            arguments: [decided])
+        var lowered: [(seq: Int64, base: Int64)] = []
+        while let row = try later.next() {
+            guard let base = bases[[UInt8](row[1] as Data)] else { continue }
+            if let own: Int64 = row[2], own <= base { continue }
+            lowered.append((row[0], base))
+        }
+        let lower = try db.cachedStatement(sql: "UPDATE localChange SET baseRevision = ? WHERE seq = ?")
+        for change in lowered { try lower.execute(arguments: [change.base, change.seq]) }
+        if handed.count == withBase {
+            try db.execute(sql: "UPDATE localChange SET baseRevision = NULL WHERE seq <= ?", arguments: [decided])
+        } else {
+            let clear = try db.cachedStatement(sql: "UPDATE localChange SET baseRevision = NULL WHERE seq = ?")
+            for seq in handed { try clear.execute(arguments: [seq]) }
+        }
     }
 
     /// Applies the pending changes, in order, to the records (after the server's state
@@ -382,6 +417,10 @@ public final class LayerDatabase: Sendable {
     /// server changes replaced).
     static func reapplyPending(_ db: Database, to only: [String]? = nil, after decided: Int64? = nil) throws {
         if let only, only.isEmpty { return }
+        // The records replaced stop showing their decided changes, which are not put back.
+        if let decided {
+            try handDownBases(db, decidedThrough: decided, only: only.map { Set($0.map { [UInt8]($0.storedBytes) }) })
+        }
         let rows = try Row.fetchAll(
             db, sql: "SELECT annotationId, kind, content FROM localChange WHERE seq > ? ORDER BY seq",
             arguments: [decided ?? Int64.min])

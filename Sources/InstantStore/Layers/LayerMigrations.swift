@@ -101,9 +101,14 @@ enum LayerMigrations {
     /// was made while an earlier sync was in flight, or left for a later request). The
     /// changes of a file from before get the cursor they would have been sent with; a
     /// change an older process adds meanwhile has none, and is sent with the request's.
+    ///
+    /// `meta.baseEpoch` names the history those revisions belong to in a file that has no
+    /// cursor (a repair's replacement, which starts from a snapshot): a snapshot of that
+    /// history keeps them.
     static func addChangeBases(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE localChange ADD COLUMN baseRevision INTEGER")
         try db.execute(sql: "UPDATE localChange SET baseRevision = (SELECT lastServerRevision FROM meta WHERE id = 1)")
+        try db.execute(sql: "ALTER TABLE meta ADD COLUMN baseEpoch TEXT")
     }
 
     /// Brings a file made by an older version up to date, race-free across processes: the

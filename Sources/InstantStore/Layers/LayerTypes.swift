@@ -97,6 +97,10 @@ public struct LayerMetadata: Sendable, Equatable {
     /// kept for its life: the server remembers its verdicts by it, so a sync whose answer
     /// was lost can be sent again and is not applied twice.
     public var clientID: String? = nil
+    /// The epoch the pending changes' base revisions belong to, kept by a file that has no
+    /// cursor of its own (a repair's replacement); nil otherwise. The first snapshot keeps
+    /// the bases when it is of this epoch, and makes them its own revision otherwise.
+    public var baseEpoch: String? = nil
 
     /// The layer this file says it is, compared by bytes (see ``LayerReference``).
     public var reference: LayerReference {

@@ -130,6 +130,9 @@ extension InstantStore {
             // Kept, so the server answers salvaged changes it already applied with their
             // first verdicts instead of applying them again.
             var clientID: String?
+            // The history the salvaged changes' bases belong to (the replacement has no
+            // cursor): its first snapshot keeps them when it is of that history.
+            var baseEpoch: String?
             var unreadable = 0
             // Read from a damaged file, the salvaged changes may miss the last numbers used.
             var numberAfter: Int64?
@@ -148,6 +151,7 @@ extension InstantStore {
                     let namesThisLayer = oldMetadata.map { $0.reference == reference } ?? true
                     if namesThisLayer {
                         clientID = oldMetadata?.clientID
+                        baseEpoch = oldMetadata.flatMap { $0.epoch ?? $0.baseEpoch }
                         let taken = try old.takePendingChangesAndMarkRemoved()
                         salvaged = taken.changes
                         // Past the last number, and more: a file without the numbering
@@ -161,7 +165,7 @@ extension InstantStore {
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
-                    if salvaged != nil { clientID = LayerDatabase.salvageClientID(path: oldPath) }
+                    if salvaged != nil { (clientID, baseEpoch) = LayerDatabase.salvageSyncIdentity(path: oldPath) }
                     // New numbers start far past them, so none can be one already used.
                     numberAfter = LayerDatabase.numberFloor(past: salvaged?.map(\.sequence).max() ?? 0)
                 }
@@ -173,14 +177,14 @@ extension InstantStore {
             // would be answered with that change's verdict, and the new change taken as
             // done: lost. Without changes to carry, nothing needs the old id, so the layer
             // gets a new one.
-            if salvaged?.isEmpty ?? true { clientID = nil }
+            if salvaged?.isEmpty ?? true { (clientID, baseEpoch) = (nil, nil) }
             try Failpoint.check("replace.afterSalvage")
             let pdf = try String.fetchOne(
                 db, sql: "SELECT blobSha256 FROM document WHERE id = ?", arguments: [current.documentId])
             let metadata = LayerMetadata(
                 tenant: reference.tenant, documentIdentifier: reference.document, layerName: reference.layer,
                 pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: current.userId.map { String(storedBytes: $0) },
-                lastServerRevision: 0, clientID: clientID)
+                lastServerRevision: 0, clientID: clientID, baseEpoch: baseEpoch)
             try LayerDatabase.create(
                 at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [],
                 numberChangesAfter: numberAfter)
