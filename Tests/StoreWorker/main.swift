@@ -48,7 +48,7 @@ func isLostRace(_ error: any Error) -> Bool {
 do {
     if command == "rebuild" {  // rebuilds the catalog (before anything opens it)
         let (_, report) = try InstantStore.rebuildCatalog(root: root)
-        print("layers=\(report.layers) quarantined=\(report.quarantined.count)")
+        print("layers=\(report.layers) quarantined=\(report.quarantined.count) untouched=\(report.untouched.count)")
         print("ok")
         exit(0)
     }

@@ -164,7 +164,14 @@ enum CatalogRebuild {
             let name = (relative as NSString).lastPathComponent
             let path = layout.absolute(relative)
             // A frame cut short (a power cut can leave one: a download's PDF is renamed
-            // into blobs/ while its fsync runs) is not taken back: quarantined.
+            // into blobs/ while its fsync runs) is not taken back: quarantined. One that
+            // cannot be read now (no permission, an I/O error) is left where it is, and out
+            // of the catalog: its documents download their PDF again (which replaces it
+            // with a checked copy), and garbage collection leaves an orphan it cannot read.
+            if let failure = POSIXFile.readFailure(path) {
+                report.untouched.append("\(relative): cannot be read (\(failure))")
+                continue
+            }
             let file = try POSIXFile.open(path, flags: O_RDONLY)
             guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
                 let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),

@@ -91,11 +91,17 @@ extension InstantStore {
         var quarantine = false
         let outcome = try catalog.write { db -> OrphanOutcome in
             if try self.isClaimed(relativePath, in: db) { return .claimed }
+            // One that cannot be read now (no permission, an I/O error) is not deleted
+            // unread: a catalog rebuild leaves such a blob out of the catalog.
+            let path = self.layout.absolute(relativePath)
+            if let failure = POSIXFile.readFailure(path) {
+                return .left("cannot be read now (\(failure)); left untouched")
+            }
             if self.isOrigin {
                 quarantine = true
                 return .quarantined("")
             }
-            try FileSystem.remove(self.layout.absolute(relativePath))
+            try FileSystem.remove(path)
             try Failpoint.check("gc.afterOrphanUnlink")
             return .deleted
         }

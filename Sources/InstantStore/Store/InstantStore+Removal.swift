@@ -164,7 +164,21 @@ extension InstantStore {
         for (row, reference) in rows {
             var pending: Int64 = 0
             var quarantine = false
-            if FileSystem.exists(layout.layerPath(key: row.key)) {
+            let path = layout.layerPath(key: row.key)
+            if !FileSystem.exists(path) && FileSystem.exists(path + "-wal") {
+                // A -wal without its database cannot be read: it may hold pending changes,
+                // so it is never deleted unread (as a damaged file is treated below).
+                if policy == .discard {
+                    quarantine = true
+                } else if skipUnreadable {
+                    report.skippedUnreadableLayers.append(reference)
+                    continue
+                } else {
+                    throw StoreError.layerUnreadable(
+                        layer: reference.description,
+                        reason: "its database file is missing and its -wal, which cannot be read alone, remains")
+                }
+            } else if FileSystem.exists(path) {
                 do {
                     let layer = try openLayer(key: row.key)
                     defer { layer.close() }

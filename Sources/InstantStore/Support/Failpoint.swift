@@ -9,9 +9,12 @@ import Synchronization
 /// Set `INSTANT_FAILPOINT` to a comma-separated list of `name` or `name=action`, where
 /// action is `kill` (the default: the process sends itself SIGKILL), `enospc` (the
 /// operation fails as if the disk were full), `eio`, `eperm` (as a file system without
-/// hard links answers a link), or `wait:PATH` (the process creates
-/// `PATH.reached`, then waits while the file `PATH` exists, at most a minute: a test does
-/// something in between). A name may end in `*` to match a prefix.
+/// hard links answers a link), `eacces` (no permission: tests run as root, which
+/// permissions do not stop), or `wait:PATH` (the process creates `PATH.reached`, then
+/// waits while the file `PATH` exists, at most a minute: a test does something in
+/// between). A name may end in `*` to match a prefix, and be followed by `@TEXT` to match
+/// only where the path the point is given contains `TEXT` (`file.read@3f2a…=eio`: one
+/// blob's reads fail).
 ///
 /// ```sh
 /// INSTANT_FAILPOINT=blob.afterRename instant-store-worker ingest …   # dies there
@@ -32,11 +35,12 @@ public enum Failpoint {
     /// Called at a named point; dies or throws when a rule names it. Public so the server
     /// names its own steps the same way (`upload.afterInsert`, …).
     public static func check(_ name: String, path: String = "") throws(StoreError) {
-        guard let action = action(for: name) else { return }
+        guard let action = action(for: name, path: path) else { return }
         switch action {
         case "enospc": throw .diskFull(path: path.isEmpty ? name : path)
         case "eio": throw .io(operation: name, path: path, errno: EIO)
         case "eperm": throw .io(operation: name, path: path, errno: EPERM)
+        case "eacces": throw .io(operation: name, path: path, errno: EACCES)
         case let wait where wait.hasPrefix(waitAction):
             let signal = String(wait.dropFirst(waitAction.count))
             FileManager.default.createFile(atPath: signal + ".reached", contents: nil)
@@ -51,12 +55,13 @@ public enum Failpoint {
     /// `wait:PATH`'s prefix.
     private static let waitAction = "wait:"
 
-    private static func action(for name: String) -> String? {
+    private static func action(for name: String, path: String) -> String? {
         rules.withLock { rules in
             for rule in rules {
-                let matches =
-                    rule.pattern.hasSuffix("*")
-                    ? name.hasPrefix(rule.pattern.dropLast()) : name == rule.pattern
+                let parts = rule.pattern.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
+                let pattern = parts[0]
+                if parts.count > 1 && !path.contains(parts[1]) { continue }
+                let matches = pattern.hasSuffix("*") ? name.hasPrefix(pattern.dropLast()) : name == pattern
                 if matches { return rule.action }
             }
             return nil

@@ -22,6 +22,7 @@ final class POSIXFile: @unchecked Sendable {
 
     /// Opens `path` with `open(2)` flags; files are created 0600.
     static func open(_ path: String, flags: Int32, mode: mode_t = 0o600) throws(StoreError) -> POSIXFile {
+        try Failpoint.check("file.open", path: path)
         let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
         guard fd >= 0 else { throw .fromErrno("open", path) }
         return POSIXFile(path: path, descriptor: fd)
@@ -80,8 +81,23 @@ final class POSIXFile: @unchecked Sendable {
         }
     }
 
+    /// Why the file at `path` cannot be opened and read now (no permission, an I/O error),
+    /// or nil when it can, or is not there: recovery leaves such a file as it is.
+    static func readFailure(_ path: String) -> String? {
+        do {
+            _ = try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)
+            return nil
+        } catch {
+            if case .io(let operation, _, let code) = error, code != ENOENT {
+                return "\(operation): \(String(cString: strerror(code)))"
+            }
+            return nil
+        }
+    }
+
     /// Reads up to `count` bytes from `offset` without moving the file position.
     func read(count: Int, at offset: Int64) throws(StoreError) -> [UInt8] {
+        try Failpoint.check("file.read", path: path)
         var bytes = [UInt8](repeating: 0, count: count)
         let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
         guard got >= 0 else { throw .fromErrno("read", path) }

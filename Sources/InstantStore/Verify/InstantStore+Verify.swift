@@ -78,6 +78,14 @@ extension InstantStore {
                     }
                 }
             } catch {
+                if case .io(_, _, let code) = error, code != ENOENT {
+                    // Not readable now (no permission, an I/O error): reported, and left as it
+                    // is. Nothing is quarantined or flagged on bytes that could not be read;
+                    // the other blobs are still checked.
+                    report.problems.append(
+                        Problem(kind: .inaccessibleFile, subject: hash.hex, detail: "\(error); left untouched"))
+                    continue
+                }
                 guard case .corruptBlob(_, let reason) = error else { throw error }
                 if try wasCollected(hash, failure: error) { continue }
                 let missing = !FileSystem.exists(reader.path)
