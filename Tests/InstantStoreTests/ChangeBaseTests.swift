@@ -138,7 +138,7 @@ import Testing
         try old.write { db in
             try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
             try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v4'")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v4', 'layer-v5')")
         }
         try old.close()
         let upgraded = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")

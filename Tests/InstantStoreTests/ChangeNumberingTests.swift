@@ -222,7 +222,7 @@ func downgradeToTheSecondFormat(_ db: Database, lastNumber: Int64) throws {
     try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
     try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'pendingChange'")
     try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('pendingChange', ?)", arguments: [lastNumber])
-    try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v3', 'layer-v4')")
+    try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v3', 'layer-v4', 'layer-v5')")
 }
 
 /// A closed layer file of the second format holding one change ("n0") and 400 records,

@@ -91,7 +91,7 @@ import Testing
     /// A JWT that adds or drops the `user_id` is for another user: the server scopes a
     /// client's verdicts by user, so the layer's unanswered changes would be judged afresh,
     /// as another writer's. Refused for the descriptor, its reauthentication and download.
-    @Test func aJWTThatAddsOrDropsTheUserIsAnotherUser() throws {
+    @Test func aJWTThatAddsOrDropsTheUserIsAnotherUser() async throws {
         defer {
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
@@ -126,6 +126,12 @@ import Testing
         } throws: {
             ($0 as? InstantError)?.message.contains("stored for no user, and this JWT is for user ana") == true
         }
+        // An empty user_id is no user, as on the server.
+        #expect(try client.documentDescriptor(forJWT: jwt("d", layer: "anyone", user: "")) === anyone)
+        // A JWT given while the layer was not stored yet could not be checked: the sync
+        // checks it against the stored layer before it sends anything.
+        ana.update(jwt: try InstantJWT(parsing: jwt("d", user: "bob")))
+        #expect(await failure(of: ana.sync())?.code == .userIDMismatch)
         // Once the local storage is gone, any user may download it.
         try client.removeLocalStorage(forDocumentIdentifier: "d")
         #expect(try client.documentDescriptor(forJWT: jwt("d", layer: "anyone", user: "ana")).userID == "ana")

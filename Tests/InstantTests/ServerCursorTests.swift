@@ -61,6 +61,30 @@ import Testing
         }
     }
 
+    /// A later page of changes may carry another epoch than the first: an unwritten layer
+    /// written for the first time between pages is a fork that keeps the revisions. The
+    /// page is taken, and the cursor moves to its epoch.
+    @Test func aLaterPageOfAnotherEpochIsTaken() async throws {
+        try await ClientHarness.with(configure: { $0.pageLimits = PageLimits(records: 2) }) { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let other = (0..<5).map {
+                ClientChange(changeId: Int64($0 + 1), kind: .create, id: "o\($0)", content: note("o"))
+            }
+            let written = try await h.server.sync(
+                "doc", token: try await h.jwt("doc", user: "bob"),
+                SyncRequest(clientId: "bobs-client-000002", baseRevision: 0, changes: other))
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/changes", status: "200 OK",
+                body: #"{"epoch": "forked", "revision": \#(written.revision), "results": [], "changes": []}"#,
+                contentType: "application/json")
+            try await descriptor.sync().result()
+            #expect(h.proxy.requestsAnswered == 1)
+            #expect(try cursor(h).epoch == "forked" && cursor(h).revision == written.revision)
+        }
+    }
+
     /// Every sync is answered `resetRequired` (a server whose layer keeps changing epoch):
     /// the client takes a few snapshots in a row, then fails the cycle as a request
     /// failure and tries again with backoff, instead of taking a snapshot at every round

@@ -115,14 +115,21 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
 
 extension InstantJWT {
     /// Refuses this JWT for a layer stored for another user (`userIDMismatch`): the
-    /// `user_id` must be the one the layer was downloaded with, absent when that was absent,
-    /// compared by bytes. The server keeps a client's verdicts, and its immunity from
-    /// conflicts with its own changes, per user: a JWT that adds, drops or changes the
-    /// user would have the layer's unanswered changes judged afresh, as another writer's.
+    /// `user_id` must be the one the layer was downloaded with, absent when that was absent
+    /// (an empty one counts as absent, as on the server), compared by bytes. The server
+    /// keeps a client's verdicts, and its immunity from conflicts with its own changes, per
+    /// user: a JWT that adds, drops or changes the user would have the layer's unanswered
+    /// changes judged afresh, as another writer's.
     func checkUser(of stored: LocalDescriptor?) throws(InstantError) {
-        guard let stored, !stored.userID.hasSameBytes(as: userID) else { return }
-        let owner = stored.userID.map { "user \($0)" } ?? "no user"
-        let user = userID.map { "user \($0)" } ?? "no user"
+        guard let stored else { return }
+        try checkUser(storedFor: stored.userID)
+    }
+
+    /// ``checkUser(of:)`` for a layer stored for `owner` (nil: no user).
+    func checkUser(storedFor owner: String?) throws(InstantError) {
+        guard !(owner ?? "").hasSameBytes(as: userID ?? "") else { return }
+        let owner = owner.flatMap { $0.isEmpty ? nil : "user \($0)" } ?? "no user"
+        let user = userID.flatMap { $0.isEmpty ? nil : "user \($0)" } ?? "no user"
         throw InstantError(
             .userIDMismatch,
             "the layer is stored for \(owner), and this JWT is for \(user): remove the document's local storage to change users"

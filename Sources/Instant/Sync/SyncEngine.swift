@@ -134,14 +134,22 @@ actor SyncEngine {
         }
         client.emit(.didBeginSync(descriptor))
         var result: Result<Void, InstantError> = .success(())
-        let usedJWT = descriptor.jwt?.token
+        let parsedJWT = descriptor.jwt
+        let usedJWT = parsedJWT?.token
         do {
-            guard let jwt = usedJWT else {
+            guard let parsedJWT, let jwt = usedJWT else {
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
             // Opening reads (and may migrate) the file: off the cooperative pool too.
-            let layer = try await Offload.run { try descriptor.openLayer() }
+            let (layer, owner) = try await Offload.run {
+                let layer = try descriptor.openLayer()
+                return (layer, try layer.metadata().userID)
+            }
+            // Checked when the JWT was given too, but a JWT given while the layer was not
+            // stored yet (its download running) could not be: another user's would have
+            // this layer's unanswered changes judged as theirs.
+            try parsedJWT.checkUser(storedFor: owner)
             repeat {
                 again = false
                 try Task.checkCancellation()
@@ -162,6 +170,9 @@ actor SyncEngine {
                 try Failpoint.check("sync.afterApply")
                 batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
                 resetStreak = outcome.resetRequired ? resetStreak + 1 : 0
+                // One more round after a reset: from the snapshot's cursor, which a server
+                // that answers it normally confirms (ending the streak).
+                if outcome.resetRequired { again = true }
                 for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again

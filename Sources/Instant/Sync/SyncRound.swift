@@ -173,10 +173,12 @@ struct SyncRound {
                 try await api.changes(document: document, jwt: jwt, epoch: response.epoch, since: since, after: after)
             }) {
             case .success(let answer):
-                guard answer.epoch == response.epoch, answer.revision >= page.revision else {
+                // The epoch may change between pages: an unwritten layer written for the first
+                // time is a fork that keeps the view's revisions (docs/PROTOCOL.md).
+                guard answer.revision >= page.revision else {
                     throw InstantError(
                         .invalidServerData,
-                        "a page of changes answered epoch \(answer.epoch) at revision \(answer.revision), after epoch \(response.epoch) at revision \(page.revision)"
+                        "a page of changes answered revision \(answer.revision), behind the page before it (\(page.revision))"
                     )
                 }
                 page = answer
@@ -255,12 +257,15 @@ struct SyncRound {
                 switch await Self.attempt({ () async throws(APIFailure) in
                     try await api.snapshot(document: document, jwt: jwt, epoch: first.epoch, after: after)
                 }) {
+                case .success(let page) where page.epoch != first.epoch && attempts < 3:
+                    // The layer changed history while we paged (a fork of the view, say):
+                    // start over, so every record is of the snapshot's epoch.
+                    restarted = true
+                    next = nil
+                case .success(let page) where page.epoch != first.epoch:
+                    throw InstantError(
+                        .invalidServerData, "a page of the snapshot answered epoch \(page.epoch), after \(first.epoch)")
                 case .success(let page):
-                    guard page.epoch == first.epoch else {
-                        throw InstantError(
-                            .invalidServerData,
-                            "a page of the snapshot answered epoch \(page.epoch), after \(first.epoch)")
-                    }
                     records += page.records
                     next = page.next
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:

@@ -36,6 +36,7 @@ enum LayerMigrations {
         migrator.registerMigration("layer-v2", migrate: addSyncIdentity)
         migrator.registerMigration("layer-v3", migrate: numberChangesInMeta)
         migrator.registerMigration("layer-v4", migrate: addChangeBases)
+        migrator.registerMigration("layer-v5", migrate: addBaseEpoch)
         return migrator
     }
 
@@ -101,13 +102,15 @@ enum LayerMigrations {
     /// was made while an earlier sync was in flight, or left for a later request). The
     /// changes of a file from before get the cursor they would have been sent with; a
     /// change an older process adds meanwhile has none, and is sent with the request's.
-    ///
-    /// `meta.baseEpoch` names the history those revisions belong to in a file that has no
-    /// cursor (a repair's replacement, which starts from a snapshot): a snapshot of that
-    /// history keeps them.
     static func addChangeBases(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE localChange ADD COLUMN baseRevision INTEGER")
         try db.execute(sql: "UPDATE localChange SET baseRevision = (SELECT lastServerRevision FROM meta WHERE id = 1)")
+    }
+
+    /// `meta.baseEpoch` names the history the pending changes' base revisions belong to in
+    /// a file that has no cursor (a repair's replacement, which starts from a snapshot): a
+    /// snapshot of that history keeps them.
+    static func addBaseEpoch(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE meta ADD COLUMN baseEpoch TEXT")
     }
 
@@ -142,6 +145,10 @@ enum LayerMigrations {
             if !applied.contains("layer-v4") {
                 try addChangeBases(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v4')")
+            }
+            if !applied.contains("layer-v5") {
+                try addBaseEpoch(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v5')")
             }
             return .commit
         }
