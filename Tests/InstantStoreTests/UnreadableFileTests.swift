@@ -44,6 +44,7 @@ import Testing
 
         let store = try InstantStore(root: scratch.root)
         defer { store.close() }
+        #expect(try store.verify(VerifyOptions()).problems.contains { $0.kind == .orphanFile && !$0.fixed })
         #expect(try store.pdf(tenant: Scratch.tenant, document: "a") == nil, "downloaded again")
         #expect(try store.pdf(tenant: Scratch.tenant, document: "b")?.sha256 == readable)
         for document in ["a", "b"] {
@@ -51,6 +52,26 @@ import Testing
             #expect(try layer.pendingChangeCount() == 1)
             layer.close()
         }
+    }
+
+    /// A read that fails anywhere in a PDF (not only opening it) is left the same way. On
+    /// a server's store, whose PDFs nobody can download again, the rebuild fails instead
+    /// (and the store is left as it was) rather than forget one.
+    @Test func aReadErrorIsLeftTooAndAServersRebuildRefusesToForgetAPDF() async throws {
+        let (scratch, unreadable, _) = try storeWithTwoPDFs()
+        scratch.store.close()
+        let catalog = scratch.store.layout.catalogPath
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
+        let failing = "file.read@\(unreadable.hex)=eio"
+        FileManager.default.createFile(atPath: scratch.store.layout.originMarkerPath, contents: Data())
+        let refused = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
+        #expect(!refused.signalled && refused.status != 0, "\(refused.output)")
+        #expect(!FileSystem.exists(catalog), "nothing installed")
+        #expect(FileSystem.exists(scratch.store.layout.blobPath(unreadable)))
+        try FileManager.default.removeItem(atPath: scratch.store.layout.originMarkerPath)
+        let rebuilt = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
+        #expect(
+            rebuilt.status == 0 && rebuilt.output.contains("layers=2 quarantined=0 untouched=1"), "\(rebuilt.output)")
     }
 
     /// Verify meets a catalogued PDF it cannot read: reported as inaccessible, left in

@@ -165,7 +165,8 @@ struct SyncRound {
                     contentChecked: true)
             }
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains(ExactString($0.id)) }, held: held))
-            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged, history: response.epoch) }
+            // (The page's epoch: a later page may be of a fork, which keeps the revisions.)
+            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged, history: page.epoch) }
             guard let after = page.next else { break }
             try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision

@@ -110,7 +110,9 @@ enum LayerMigrations {
     /// `meta.baseEpoch` names the history the pending changes' base revisions belong to in
     /// a file that has no cursor (a repair's replacement, which starts from a snapshot): a
     /// snapshot of that history keeps them.
+    /// (Builds of 2026-11-25 added it with layer-v4: such a file has it already.)
     static func addBaseEpoch(_ db: Database) throws {
+        guard try !db.columns(in: "meta").contains(where: { $0.name == "baseEpoch" }) else { return }
         try db.execute(sql: "ALTER TABLE meta ADD COLUMN baseEpoch TEXT")
     }
 

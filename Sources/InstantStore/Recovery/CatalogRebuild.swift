@@ -154,6 +154,30 @@ enum CatalogRebuild {
         }
     }
 
+    /// What a file in `blobs/` holds, as far as it can be read.
+    private enum BlobFile {
+        case whole((hash: BlobHash, size: UInt64, stored: Int64))
+        /// Not a whole frame of a PDF: a bad name, a bad header, cut short.
+        case cutShort
+        /// An error reading it other than its absence (no permission, an I/O error).
+        case unreadable(StoreError)
+    }
+
+    private static func inspectBlob(name: String, path: String) throws -> BlobFile {
+        do {
+            let file = try POSIXFile.open(path, flags: O_RDONLY)
+            guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
+                let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),
+                let size = header.contentSize, header.hasChecksum, size > 0,
+                try header.isWholeFrame(file, size: stored)
+            else { return .cutShort }
+            return .whole((hash, size, stored))
+        } catch {
+            if case .io(_, _, let code) = error, code != ENOENT { return .unreadable(error) }
+            throw error
+        }
+    }
+
     private static func fill(
         _ db: Database, catalog: Catalog, layout: StoreLayout, report: inout RebuildReport,
         toQuarantine: inout [String]
@@ -165,20 +189,25 @@ enum CatalogRebuild {
             let path = layout.absolute(relative)
             // A frame cut short (a power cut can leave one: a download's PDF is renamed
             // into blobs/ while its fsync runs) is not taken back: quarantined. One that
-            // cannot be read now (no permission, an I/O error) is left where it is, and out
-            // of the catalog: its documents download their PDF again (which replaces it
-            // with a checked copy), and garbage collection leaves an orphan it cannot read.
-            if let failure = POSIXFile.readFailure(path) {
-                report.untouched.append("\(relative): cannot be read (\(failure))")
-                continue
-            }
-            let file = try POSIXFile.open(path, flags: O_RDONLY)
-            guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
-                let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),
-                let size = header.contentSize, header.hasChecksum, size > 0,
-                try header.isWholeFrame(file, size: stored)
-            else {
+            // cannot be read now (no permission, an I/O error, anywhere in it) is left
+            // where it is, and out of the catalog: its documents download their PDF again
+            // (which replaces it with a checked copy), and garbage collection leaves an
+            // orphan it cannot read. A server's store holds originals nobody can download
+            // again: there the rebuild fails instead, as loudly as before, rather than
+            // forget one.
+            let hash: BlobHash
+            let size: UInt64
+            let stored: Int64
+            switch try inspectBlob(name: name, path: path) {
+            case .whole(let whole):
+                (hash, size, stored) = whole
+            case .cutShort:
                 toQuarantine.append(relative)
+                continue
+            case .unreadable(let error) where FileSystem.exists(layout.originMarkerPath):
+                throw error
+            case .unreadable(let error):
+                report.untouched.append("\(relative): cannot be read (\(error))")
                 continue
             }
             try BlobRecord(

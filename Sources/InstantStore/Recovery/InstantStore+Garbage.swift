@@ -46,9 +46,7 @@ extension InstantStore {
             var problem = Problem(kind: .orphanFile, subject: orphan, detail: "no catalog row claims it")
             if options.repair {
                 if sound {
-                    let outcome = try disposeOrphanBlob(orphan)
-                    problem.fixed = outcome != .claimed
-                    if case .quarantined(let name) = outcome { problem.detail += "; moved to quarantine/\(name)" }
+                    problem.apply(try disposeOrphanBlob(orphan))
                 } else {
                     problem.detail += "; the catalog fails its integrity check, so nothing is deleted (rebuild it)"
                 }
@@ -144,8 +142,12 @@ extension InstantStore {
         for blob in abandoned.blobs {
             if dryRun {
                 swept.append(blob + (isOrigin ? ": would be quarantined (a server's store)" : ""))
-            } else if sound, try disposeOrphanBlob(blob) != .claimed {
-                swept.append(blob)
+            } else if sound {
+                switch try disposeOrphanBlob(blob) {
+                case .deleted: swept.append(blob)
+                case .quarantined(let name): swept.append("\(blob): moved to quarantine/\(name) (a server's store)")
+                case .claimed, .adopted, .left: break
+                }
             }
         }
         for name in abandoned.temp where !kept.contains(name) {

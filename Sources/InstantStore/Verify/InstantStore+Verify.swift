@@ -84,6 +84,8 @@ extension InstantStore {
                     // the other blobs are still checked.
                     report.problems.append(
                         Problem(kind: .inaccessibleFile, subject: hash.hex, detail: "\(error); left untouched"))
+                    options.progress?(
+                        VerifyProgress(phase: "blobs", completed: index + 1, total: blobs.count, bytes: bytes))
                     continue
                 }
                 guard case .corruptBlob(_, let reason) = error else { throw error }
