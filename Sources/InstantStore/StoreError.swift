@@ -187,6 +187,13 @@ extension StoreError: CustomStringConvertible, LocalizedError {
 
     public var errorDescription: String? { description }
 
+    /// A file there that cannot be read now: an I/O error other than its absence (no
+    /// permission, a failing disk). Recovery reports such a file and leaves it as it is.
+    var isUnreadableFile: Bool {
+        if case .io(_, _, let code) = self { return code != ENOENT }
+        return false
+    }
+
     /// Quotes an opaque identifier for a message, escaping what would not print.
     static func quoted(_ value: String) -> String {
         let clipped = value.count > 80 ? String(value.prefix(80)) + "…" : value

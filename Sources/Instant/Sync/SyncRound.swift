@@ -51,7 +51,7 @@ struct SyncRound {
             // changed by another writer: start from a snapshot, as the protocol says. The
             // pending changes keep their bases only when the snapshot is of the history they
             // belong to (a repair's replacement names it).
-            try await reset(history: meta.baseEpoch)
+            try await reset(history: meta.pendingBasesEpoch)
             (pending, meta) = try await onDisk { layer in
                 (try layer.pendingChanges(limit: limit), try layer.metadata())
             }

@@ -94,10 +94,12 @@ extension LayerDatabase {
     /// server changes replaced).
     static func reapplyPending(_ db: Database, to only: [String]? = nil, after decided: Int64? = nil) throws {
         if let only, only.isEmpty { return }
+        // By the ids' bytes, as stored: not `String`s (two canonically equivalent spellings
+        // are two records), and not `Data` (its hash covers the first 80 bytes only, and a
+        // page of ids sharing a longer prefix would make this quadratic).
+        let wanted = only.map { Set($0.map { [UInt8]($0.storedBytes) }) }
         // The records replaced stop showing their decided changes, which are not put back.
-        if let decided {
-            try handDownBases(db, decidedThrough: decided, only: only.map { Set($0.map { [UInt8]($0.storedBytes) }) })
-        }
+        if let decided { try handDownBases(db, decidedThrough: decided, only: wanted) }
         let rows = try Row.fetchAll(
             db, sql: "SELECT annotationId, kind, content FROM localChange WHERE seq > ? ORDER BY seq",
             arguments: [decided ?? Int64.min])
@@ -107,10 +109,6 @@ extension LayerDatabase {
                 ON CONFLICT(annotationId) DO UPDATE SET content = excluded.content, deleted = 0
                 """)
         let markDeleted = try db.cachedStatement(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?")
-        // By the ids' bytes, as stored: not `String`s (two canonically equivalent spellings
-        // are two records), and not `Data` (its hash covers the first 80 bytes only, and a
-        // page of ids sharing a longer prefix would make this quadratic).
-        let wanted = only.map { Set($0.map { [UInt8]($0.storedBytes) }) }
         for row in rows {
             let id: Data = row["annotationId"]
             if let wanted, !wanted.contains([UInt8](id)) { continue }

@@ -84,16 +84,10 @@ extension LayerDatabase {
         configuration.readonly = true
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return (nil, nil) }
         defer { try? queue.close() }
-        let clientID = try? queue.read { db in
-            try String.fetchOne(db, sql: "SELECT clientId FROM meta WHERE id = 1")
-        }
-        // A file of a format before layer-v4 has no baseEpoch column.
-        let epoch = try? queue.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1").flatMap { row -> String? in
-                row["epoch"] ?? row["baseEpoch"]
-            }
-        }
-        return (clientID ?? nil, epoch ?? nil)
+        // `SELECT *`: a file of a format before layer-v5 has no baseEpoch column (read as nil).
+        let row = try? queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") }
+        guard let row = row ?? nil else { return (nil, nil) }
+        return (row["clientId"], row["epoch"] ?? row["baseEpoch"])
     }
 
     /// How far past its last change number a file that carries on a client id numbers

@@ -102,6 +102,10 @@ public struct LayerMetadata: Sendable, Equatable {
     /// the bases when it is of this epoch, and makes them its own revision otherwise.
     public var baseEpoch: String? = nil
 
+    /// The epoch the pending changes' base revisions belong to: the cursor's, or, in a file
+    /// without one, ``baseEpoch``.
+    public var pendingBasesEpoch: String? { epoch ?? baseEpoch }
+
     /// The layer this file says it is, compared by bytes (see ``LayerReference``).
     public var reference: LayerReference {
         LayerReference(tenant: tenant, document: documentIdentifier, layer: layerName)

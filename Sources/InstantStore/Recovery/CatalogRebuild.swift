@@ -173,7 +173,7 @@ enum CatalogRebuild {
             else { return .cutShort }
             return .whole((hash, size, stored))
         } catch {
-            if case .io(_, _, let code) = error, code != ENOENT { return .unreadable(error) }
+            if error.isUnreadableFile { return .unreadable(error) }
             throw error
         }
     }

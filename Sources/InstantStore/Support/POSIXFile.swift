@@ -88,10 +88,7 @@ final class POSIXFile: @unchecked Sendable {
             _ = try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)
             return nil
         } catch {
-            if case .io(let operation, _, let code) = error, code != ENOENT {
-                return "\(operation): \(String(cString: strerror(code)))"
-            }
-            return nil
+            return error.isUnreadableFile ? error.description : nil
         }
     }
 

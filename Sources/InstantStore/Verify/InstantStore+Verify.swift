@@ -78,7 +78,7 @@ extension InstantStore {
                     }
                 }
             } catch {
-                if case .io(_, _, let code) = error, code != ENOENT {
+                if error.isUnreadableFile {
                     // Not readable now (no permission, an I/O error): reported, and left as it
                     // is. Nothing is quarantined or flagged on bytes that could not be read;
                     // the other blobs are still checked.

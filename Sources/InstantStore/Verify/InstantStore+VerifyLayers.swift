@@ -151,7 +151,7 @@ extension InstantStore {
                     let namesThisLayer = oldMetadata.map { $0.reference == reference } ?? true
                     if namesThisLayer {
                         clientID = oldMetadata?.clientID
-                        baseEpoch = oldMetadata.flatMap { $0.epoch ?? $0.baseEpoch }
+                        baseEpoch = oldMetadata?.pendingBasesEpoch
                         let taken = try old.takePendingChangesAndMarkRemoved()
                         salvaged = taken.changes
                         // Past the last number, and more: a file without the numbering
