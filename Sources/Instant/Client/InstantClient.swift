@@ -87,12 +87,7 @@ public final class InstantClient: Sendable {
     /// storage first).
     public func documentDescriptor(forJWT token: String) throws(InstantError) -> InstantDocumentDescriptor {
         let jwt = try InstantJWT(parsing: token)
-        let stored: LocalDescriptor?
-        do {
-            stored = try localDescriptor(jwt.documentID, jwt.layerName)
-        } catch {
-            throw InstantError(error)
-        }
+        let stored = try localDescriptor(jwt.documentID, jwt.layerName)
         try jwt.checkUser(of: stored)
         let descriptor = descriptor(jwt.documentID, jwt.layerName, userID: stored?.userID ?? jwt.userID)
         descriptor.update(jwt: jwt)
@@ -203,7 +198,9 @@ public final class InstantClient: Sendable {
     }
 
     /// The store's row for a layer of this server, or nil.
-    func localDescriptor(_ document: String, _ layer: String) throws(StoreError) -> LocalDescriptor? {
-        try store.localDescriptor(tenant: tenant, document: document, layer: layer)
+    func localDescriptor(_ document: String, _ layer: String) throws(InstantError) -> LocalDescriptor? {
+        do { return try store.localDescriptor(tenant: tenant, document: document, layer: layer) } catch {
+            throw InstantError(error)
+        }
     }
 }

@@ -30,7 +30,7 @@ extension InstantDocumentDescriptor {
         }
         // One look at the store for both checks; it runs before every download. A store
         // that cannot be read fails the download rather than skip the user's check.
-        let stored = mutable.withLock { $0.invalidated } ? nil : try storedRow(client)
+        let stored = mutable.withLock { $0.invalidated } ? nil : try client.localDescriptor(identifier, layerName)
         try check(jwt, stored: stored)
         if stored?.pdfSHA256 != nil { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
         let progress = Progress(totalUnitCount: -1)
@@ -101,12 +101,7 @@ extension InstantDocumentDescriptor {
 
     /// A JWT for this descriptor: its document and layer, and the stored layer's user.
     func check(_ jwt: InstantJWT) throws(InstantError) {
-        try check(jwt, stored: try client.flatMap { client throws(InstantError) in try storedRow(client) })
-    }
-
-    /// The store's row for this layer, if it is stored.
-    private func storedRow(_ client: InstantClient) throws(InstantError) -> LocalDescriptor? {
-        do { return try client.localDescriptor(identifier, layerName) } catch { throw InstantError(error) }
+        try check(jwt, stored: try client?.localDescriptor(identifier, layerName))
     }
 
     /// ``check(_:)`` against the store's row for the layer, read already.
