@@ -166,3 +166,18 @@ func failure(of operation: InstantOperation) async -> InstantError? {
         return error
     }
 }
+
+extension TestServer {
+    /// Deletes the layer `name` of `document` and creates it again: a new epoch, and its
+    /// records gone.
+    func createLayerAgain(
+        _ name: String, of document: String = "doc", sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        #expect(
+            try await api(.DELETE, "/documents/\(document)/layers/\(name)").status < 300, sourceLocation: sourceLocation
+        )
+        #expect(
+            try await api(.POST, "/documents/\(document)/layers", json: #"{"name": "\#(name)"}"#).status < 300,
+            sourceLocation: sourceLocation)
+    }
+}
