@@ -154,4 +154,33 @@ import Testing
         defer { again.close() }
         #expect(try again.pendingChanges().count == 2)
     }
+
+    /// A damaged file of the format before layer-v4 is read by the salvage, not upgraded:
+    /// its changes have no base. The replacement gives each the cursor they would have
+    /// been sent against (as the upgrade of a sound file does), not none, which would send
+    /// them against the replacement's first snapshot and overwrite what they never saw.
+    @Test func changesSalvagedFromADamagedOlderFileGetTheCursorAsTheirBase() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("b"), revision: 7,
+            epoch: "e1")
+        try layer.update(id: "r1", content: note("mine"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
+            try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v4', 'layer-v5')")
+        }
+        try old.close()
+        try damageLastPage(path)
+
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
+        let replaced = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { replaced.close() }
+        #expect(try replaced.pendingChanges().map(\.baseRevision) == [7])
+        #expect(try replaced.metadata().pendingBasesEpoch == "e1")
+    }
 }

@@ -63,7 +63,7 @@ import Testing
         let catalog = scratch.store.layout.catalogPath
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
         let failing = "file.read@\(unreadable.hex)=eio"
-        FileManager.default.createFile(atPath: scratch.store.layout.originMarkerPath, contents: Data())
+        #expect(FileManager.default.createFile(atPath: scratch.store.layout.originMarkerPath, contents: Data()))
         let refused = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
         #expect(!refused.signalled && refused.status != 0, "\(refused.output)")
         #expect(!FileSystem.exists(catalog), "nothing installed")
@@ -116,5 +116,161 @@ import Testing
         #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("-wal") }, "\(scratch.files(in: "quarantine"))")
         try scratch.store.collectGarbage()
         #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("-wal") })
+    }
+
+    /// Verify's repair of a layer whose file is gone but whose `-wal` remains reports the
+    /// catalog's count of its changes as unreadable (they went to quarantine with the
+    /// `-wal`), not none.
+    @Test func aRepairReportsTheChangesOfALoneWALAsUnreadable() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "n", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + "-wal")
+        try FileManager.default.removeItem(atPath: path)
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesUnreadable == 1, "\(report.problems)")
+        #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("-wal") }, "\(scratch.files(in: "quarantine"))")
+
+        // A removal that discards such a layer's changes says how many left with its -wal.
+        let again = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try again.create(id: "m", content: note("also kept"))
+        let againPath = scratch.store.layout.layerPath(key: again.key)
+        again.close()
+        try FileManager.default.copyItem(atPath: againPath, toPath: againPath + "-wal")
+        try FileManager.default.removeItem(atPath: againPath)
+        let removed = try scratch.store.removeLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
+        #expect(removed.discardedPendingChanges == 1, "its change, as the catalog counts it")
+    }
+
+    /// A layer file cut to nothing beside a `-wal`: SQLite deletes the `-wal` of an empty
+    /// database when it opens one, so nothing opens it; the repair quarantines both, the
+    /// `-wal` byte for byte.
+    @Test func anEmptyLayerFileBesideAWALIsNeverOpened() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "n", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + "-wal")
+        let wal = try Data(contentsOf: URL(fileURLWithPath: path + "-wal"))
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect { _ = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "") } throws: {
+            ($0 as? StoreError)?.code == "corrupt_layer"
+        }
+        #expect(FileSystem.exists(path + "-wal"), "not deleted by the open")
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesUnreadable == 1, "\(report.problems)")
+        let quarantined = scratch.files(in: "quarantine").filter { $0.hasSuffix("-wal") }
+        #expect(quarantined.count == 1, "\(scratch.files(in: "quarantine"))")
+        if let name = quarantined.first {
+            #expect(try Data(contentsOf: scratch.root.appendingPathComponent("quarantine/" + name)) == wal)
+        }
+    }
+
+    /// A read that fails past a PDF's header (a bad sector inside it): the rebuild leaves
+    /// the file out, and garbage collection, which reads an orphan as the rebuild does,
+    /// leaves it too (it used to read the header alone, and delete it). Readable again, the
+    /// orphan of a cache is garbage.
+    @Test func anOrphanWhoseBlocksCannotBeReadIsLeftByGarbageCollection() async throws {
+        let (scratch, unreadable, _) = try storeWithTwoPDFs()
+        let path = scratch.store.layout.blobPath(unreadable)
+        scratch.store.close()
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
+        }
+        let failing = "frame.blockRead@\(unreadable.hex)=eio"
+        let rebuilt = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
+        #expect(rebuilt.status == 0 && rebuilt.output.contains("untouched=1"), "\(rebuilt.output)")
+        let collected = try await runWorker(["gc", scratch.root.path], failpoint: failing)
+        #expect(collected.status == 0, "\(collected.output)")
+        #expect(FileSystem.exists(path), "an orphan that cannot be read is not deleted")
+        let again = try await runWorker(["gc", scratch.root.path])
+        #expect(again.status == 0, "\(again.output)")
+        #expect(!FileSystem.exists(path), "readable, the orphan is garbage")
+    }
+
+    /// A prune that must leave the orphan a dead claim led it to (it cannot be read now)
+    /// keeps the claim, so the next prune looks again and removes it once it can be read.
+    @Test func aPruneKeepsTheClaimOfAnOrphanItHadToLeave() async throws {
+        let scratch = try Scratch()
+        let pdf = samplePDF(seed: 58)
+        let hash = BlobHash.of(pdf)
+        let killed = try await runWorker(
+            ["ingest-announced", scratch.root.path, Scratch.tenant.string, "d", try scratch.file(pdf).path],
+            failpoint: "blob.afterRename")
+        #expect(killed.signalled, "\(killed.output)")
+        let claims = { scratch.tempFiles().filter { $0.hasPrefix(hash.hex) && $0.hasSuffix(".claim") } }
+        #expect(claims().count == 1, "\(scratch.tempFiles())")
+        let left = try await runWorker(["prune", scratch.root.path, "0"], failpoint: "frame.blockRead@\(hash.hex)=eio")
+        #expect(left.status == 0, "\(left.output)")
+        #expect(FileSystem.exists(scratch.store.layout.blobPath(hash)))
+        #expect(claims().count == 1, "kept: \(scratch.tempFiles())")
+        let swept = try await runWorker(["prune", scratch.root.path, "0"])
+        #expect(swept.status == 0, "\(swept.output)")
+        #expect(!FileSystem.exists(scratch.store.layout.blobPath(hash)))
+        #expect(claims().isEmpty)
+    }
+
+    /// A server's garbage collection quarantines an orphan PDF (nobody can download it
+    /// again) inside its transaction: an upload of the same PDF that commits meanwhile
+    /// places a new file at that path, which a quarantine after the commit took away,
+    /// leaving the upload's row without its file.
+    @Test func aServersCollectionNeverTakesAnUploadOfTheSamePDF() async throws {
+        let scratch = try Scratch()
+        scratch.store.close()
+        let pdf = samplePDF(seed: 59)
+        let hash = BlobHash.of(pdf)
+        // The orphan: the same PDF's frame, written by another store, with no row here.
+        let other = try Scratch()
+        try other.store.ingestPDF(tenant: Scratch.tenant, document: "x", from: other.file(pdf))
+        let origin = try InstantStore(root: scratch.root, role: .origin)
+        defer { origin.close() }
+        let path = origin.layout.blobPath(hash)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileSystem.copy(other.store.layout.blobPath(hash), to: path)
+        let hold = scratch.root.appendingPathComponent("hold").path
+        #expect(FileManager.default.createFile(atPath: hold, contents: nil))
+        async let collected = runWorker(
+            ["origin-gc", scratch.root.path], failpoint: "quarantine.afterLink=wait:\(hold)")
+        let deadline = Date().addingTimeInterval(60)
+        while !FileSystem.exists(hold + ".reached") && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(FileSystem.exists(hold + ".reached"))
+        let file = try scratch.file(pdf)
+        // On a thread of its own: it waits for the catalog's write lock.
+        async let uploaded = withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result { try origin.ingestPDF(tenant: Scratch.tenant, document: "up", from: file) })
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try FileManager.default.removeItem(atPath: hold)
+        #expect(try await collected.status == 0)
+        #expect(try await uploaded.sha256 == hash)
+        #expect(FileSystem.exists(path), "the upload's PDF is in place")
+        #expect(try origin.verify(VerifyOptions(deep: true)).isClean)
+        #expect(scratch.files(in: "quarantine").count == 1, "the orphan was set aside, not deleted")
+    }
+
+    /// A server's store without its mark (made before there was one, or the mark deleted)
+    /// whose catalog is lost: opened as a server's, it is marked before the rebuild, which
+    /// then refuses to forget a PDF it cannot read, as for any server's store.
+    @Test func aStoreOpenedAsAServersIsRebuiltAsOne() async throws {
+        let (scratch, unreadable, _) = try storeWithTwoPDFs()
+        scratch.store.close()
+        let catalog = scratch.store.layout.catalogPath
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
+        #expect(!FileSystem.exists(scratch.store.layout.originMarkerPath))
+        let opened = try await runWorker(
+            ["origin-gc", scratch.root.path], failpoint: "file.read@\(unreadable.hex)=eio")
+        #expect(!opened.signalled && opened.status != 0, "\(opened.output)")
+        #expect(!FileSystem.exists(catalog), "nothing installed")
+        #expect(FileSystem.exists(scratch.store.layout.blobPath(unreadable)))
     }
 }

@@ -52,8 +52,10 @@ do {
         print("ok")
         exit(0)
     }
-    let store = try InstantStore(root: root)
-    switch command {
+    // A command prefixed `origin-` runs on the store opened as a server's (`origin-gc`).
+    let asOrigin = command.hasPrefix("origin-")
+    let store = try InstantStore(root: root, role: asOrigin ? .origin : .cache)
+    switch asOrigin ? String(command.dropFirst("origin-".count)) : command {
     case "repair":  // verify --repair
         let report = try store.verify(VerifyOptions(repair: true))
         print(report.remaining.isEmpty ? "clean" : "remaining: \(report.remaining)")

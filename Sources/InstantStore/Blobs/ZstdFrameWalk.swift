@@ -14,6 +14,8 @@ extension ZstdFrameHeader {
     func isWholeFrame(_ file: POSIXFile, size: Int64) throws(StoreError) -> Bool {
         var offset = Int64(headerSize)
         while true {
+            // A test makes a read past the header fail here (`frame.blockRead@<sha256>=eio`).
+            try Failpoint.check("frame.blockRead", path: file.path)
             let bytes = try file.read(count: 3, at: offset)
             guard bytes.count == 3 else { return false }
             let header = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16

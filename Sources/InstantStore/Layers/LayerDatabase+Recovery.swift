@@ -61,7 +61,7 @@ extension LayerDatabase {
 
     /// The pending changes of a possibly damaged layer file, or nil when they cannot be read.
     static func salvagePendingChanges(path: String) -> [PendingChange]? {
-        guard FileSystem.exists(path) else { return nil }
+        guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return nil }
         var configuration = Configuration()
         configuration.readonly = true
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
@@ -73,21 +73,46 @@ extension LayerDatabase {
         }
     }
 
-    /// The client id of a layer file that may be damaged, and the epoch its pending changes'
-    /// bases belong to, as far as they can be read. A replacement keeps the id, so the
-    /// server answers the salvaged changes it already applied with their first verdicts
-    /// instead of applying them again; and the epoch, so a snapshot of the same history
-    /// keeps the bases.
-    static func salvageSyncIdentity(path: String) -> (clientID: String?, baseEpoch: String?) {
-        guard FileSystem.exists(path) else { return (nil, nil) }
+    /// What a layer file that may be damaged says of its sync, as far as it can be read.
+    struct SalvagedSyncIdentity {
+        /// A replacement keeps it, so the server answers the salvaged changes it already
+        /// applied with their first verdicts instead of applying them again.
+        var clientID: String?
+        /// The epoch the pending changes' bases belong to, so a snapshot of the same history
+        /// keeps them.
+        var baseEpoch: String?
+        /// The cursor's revision, when the file has an epoch: the base of a salvaged change
+        /// that has none (a file from before layer-v4, which a damaged file is not upgraded
+        /// to), as the upgrade would have given it.
+        var cursorRevision: Int64?
+
+        /// `changes`, each without a base given the cursor's revision.
+        func withBases(_ changes: [PendingChange]) -> [PendingChange] {
+            guard let cursorRevision else { return changes }
+            return changes.map { change in
+                var change = change
+                if change.baseRevision == nil { change.baseRevision = cursorRevision }
+                return change
+            }
+        }
+    }
+
+    /// The sync identity of a layer file that may be damaged (see ``SalvagedSyncIdentity``).
+    static func salvageSyncIdentity(path: String) -> SalvagedSyncIdentity {
+        guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return SalvagedSyncIdentity() }
         var configuration = Configuration()
         configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return (nil, nil) }
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else {
+            return SalvagedSyncIdentity()
+        }
         defer { try? queue.close() }
         // `SELECT *`: a file of a format before layer-v5 has no baseEpoch column (read as nil).
         let row = try? queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") }
-        guard let row = row ?? nil else { return (nil, nil) }
-        return (row["clientId"], row["epoch"] ?? row["baseEpoch"])
+        guard let row = row ?? nil else { return SalvagedSyncIdentity() }
+        let epoch: String? = row["epoch"]
+        return SalvagedSyncIdentity(
+            clientID: row["clientId"], baseEpoch: epoch ?? row["baseEpoch"],
+            cursorRevision: epoch == nil ? nil : row["lastServerRevision"])
     }
 
     /// How far past its last change number a file that carries on a client id numbers

@@ -38,6 +38,9 @@ public final class LayerDatabase: Sendable {
         self.key = key
         self.hooks = hooks
         guard FileSystem.exists(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
+        if LayerDatabase.isEmptyBesideWAL(path) {
+            throw .corruptLayer(key: key, reason: "the layer file is empty beside a -wal that may hold its changes")
+        }
         queue = try LayerDatabase.openQueue(path: path, key: key)
         do {
             let migrator = LayerMigrations.migrator
@@ -59,6 +62,15 @@ public final class LayerDatabase: Sendable {
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
+    }
+
+    /// Whether the file at `path` is empty while its `-wal` is not. SQLite deletes the
+    /// `-wal` of an empty database file when it opens it, so such a file is never opened
+    /// (not even read-only, to salvage it): it is reported corrupt, and recovery
+    /// quarantines it with its `-wal`, which may hold its changes. A new file never has a
+    /// `-wal` before its first page; a file cut short by a failing disk can.
+    static func isEmptyBesideWAL(_ path: String) -> Bool {
+        (try? FileSystem.fileSize(path)) == 0 && ((try? FileSystem.fileSize(path + "-wal")) ?? 0) > 0
     }
 
     static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)

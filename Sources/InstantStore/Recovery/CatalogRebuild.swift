@@ -154,30 +154,6 @@ enum CatalogRebuild {
         }
     }
 
-    /// What a file in `blobs/` holds, as far as it can be read.
-    private enum BlobFile {
-        case whole((hash: BlobHash, size: UInt64, stored: Int64))
-        /// Not a whole frame of a PDF: a bad name, a bad header, cut short.
-        case cutShort
-        /// An error reading it other than its absence (no permission, an I/O error).
-        case unreadable(StoreError)
-    }
-
-    private static func inspectBlob(name: String, path: String) throws -> BlobFile {
-        do {
-            let file = try POSIXFile.open(path, flags: O_RDONLY)
-            guard let hash = BlobHash(hex: name), let stored = try FileSystem.fileSize(path),
-                let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),
-                let size = header.contentSize, header.hasChecksum, size > 0,
-                try header.isWholeFrame(file, size: stored)
-            else { return .cutShort }
-            return .whole((hash, size, stored))
-        } catch {
-            if error.isUnreadableFile { return .unreadable(error) }
-            throw error
-        }
-    }
-
     private static func fill(
         _ db: Database, catalog: Catalog, layout: StoreLayout, report: inout RebuildReport,
         toQuarantine: inout [String]
@@ -198,11 +174,13 @@ enum CatalogRebuild {
             let hash: BlobHash
             let size: UInt64
             let stored: Int64
-            switch try inspectBlob(name: name, path: path) {
+            switch BlobInspection.inspect(path: path) {
             case .whole(let whole):
-                (hash, size, stored) = whole
+                (hash, size, stored) = (whole.hash, whole.size, whole.stored)
             case .cutShort:
                 toQuarantine.append(relative)
+                continue
+            case .missing:
                 continue
             case .unreadable(let error) where FileSystem.exists(layout.originMarkerPath):
                 throw error

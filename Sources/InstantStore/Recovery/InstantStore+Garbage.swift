@@ -139,15 +139,18 @@ extension InstantStore {
             case .left: kept.insert(key + ".layer.lock")
             }
         }
-        for blob in abandoned.blobs {
+        for (blob, claim) in abandoned.blobs {
             if dryRun {
                 swept.append(blob + (isOrigin ? ": would be quarantined (a server's store)" : ""))
             } else if sound {
                 switch try disposeOrphanBlob(blob) {
                 case .deleted: swept.append(blob)
                 case .quarantined(let name): swept.append("\(blob): moved to quarantine/\(name) (a server's store)")
-                case .claimed, .adopted, .left: break
+                case .claimed, .adopted: break
+                case .left: kept.insert(claim)
                 }
+            } else {
+                kept.insert(claim)
             }
         }
         for name in abandoned.temp where !kept.contains(name) {

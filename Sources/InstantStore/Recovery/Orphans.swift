@@ -88,25 +88,25 @@ extension InstantStore {
     /// Deletes an orphan blob inside a write transaction, after checking again that no
     /// row claims it. A server's store never deletes one: it is quarantined instead.
     func disposeOrphanBlob(_ relativePath: String) throws(StoreError) -> OrphanOutcome {
-        var quarantine = false
-        let outcome = try catalog.write { db -> OrphanOutcome in
+        try catalog.write { db -> OrphanOutcome in
             if try self.isClaimed(relativePath, in: db) { return .claimed }
-            // One that cannot be read now (no permission, an I/O error) is not deleted
-            // unread: a catalog rebuild leaves such a blob out of the catalog.
+            // One that cannot be read now (no permission, an I/O error, at its header or
+            // any block's) is not deleted unread: read as a catalog rebuild reads it, which
+            // leaves such a blob out of the catalog.
             let path = self.layout.absolute(relativePath)
-            if let failure = POSIXFile.readFailure(path) {
+            if case .unreadable(let failure) = BlobInspection.inspect(path: path) {
                 return .left("cannot be read now (\(failure)); left untouched")
             }
             if self.isOrigin {
-                quarantine = true
-                return .quarantined("")
+                // Inside the transaction: a PDF's name comes back with its bytes, and an
+                // upload of the same PDF committing after this one places a new file at
+                // this path, which a quarantine after the commit would take away.
+                return .quarantined(try self.layout.quarantine(relativePath) ?? "")
             }
             try FileSystem.remove(path)
             try Failpoint.check("gc.afterOrphanUnlink")
             return .deleted
         }
-        guard quarantine else { return outcome }
-        return .quarantined(try layout.quarantine(relativePath) ?? "")
     }
 
     /// A temp file is dead when the flock its writer held is free: on the file itself for
@@ -137,11 +137,11 @@ extension InstantStore {
     /// layer locks of handles that are gone (``SpareLayerLocks``: their process ended
     /// without closing them) are listed apart: bookkeeping, removed without a report.
     func abandonedFiles() throws(StoreError) -> (
-        temp: [String], layerKeys: [String], blobs: [String], strays: [String], spares: [String]
+        temp: [String], layerKeys: [String], blobs: [(path: String, claim: String)], strays: [String], spares: [String]
     ) {
         var temp: [String] = []
         var layerKeys: [String] = []
-        var blobs: [String] = []
+        var blobs: [(path: String, claim: String)] = []
         var strays: [String] = []
         var spares: [String] = []
         for name in try FileSystem.contents(of: layout.tmpDirectory).sorted() {
@@ -160,7 +160,7 @@ extension InstantStore {
             {
                 layerKeys.append(key)
             } else if let hash = BlobClaim.hash(named: name), FileSystem.exists(layout.blobPath(hash)) {
-                blobs.append(StoreLayout.blobRelativePath(hash))
+                blobs.append((StoreLayout.blobRelativePath(hash), name))
             }
         }
         return (temp, layerKeys, blobs, strays, spares)

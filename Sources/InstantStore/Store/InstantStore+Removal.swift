@@ -167,9 +167,11 @@ extension InstantStore {
             let path = layout.layerPath(key: row.key)
             if !FileSystem.exists(path) && FileSystem.exists(path + "-wal") {
                 // A -wal without its database cannot be read: it may hold pending changes,
-                // so it is never deleted unread (as a damaged file is treated below).
+                // so it is never deleted unread (as a damaged file is treated below). Its
+                // changes, as the catalog counts them, leave the store with it.
                 if policy == .discard {
                     quarantine = true
+                    pending = row.pendingCount
                 } else if skipUnreadable {
                     report.skippedUnreadableLayers.append(reference)
                     continue
@@ -194,6 +196,7 @@ extension InstantStore {
                     let failure = Catalog.map(error, path: row.key)
                     if case .corruptLayer = failure, policy == .discard {
                         quarantine = true
+                        pending = row.pendingCount
                     } else if skipUnreadable {
                         report.skippedUnreadableLayers.append(reference)
                         continue

@@ -44,6 +44,9 @@ public final class InstantStore: Sendable {
         // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
         // so it never swaps a catalog out from under a process using it.
         lock = try layout.lockStore(exclusive: false)
+        // Before any rebuild: a rebuild of a server's store never leaves out a PDF it
+        // cannot read (it fails instead), and it tells a server's store by this mark.
+        if role == .origin { try layout.writeOriginMarker() }
         let swapPending = FileSystem.exists(layout.rebuiltCatalogPath)
         if try swapPending ? true : layout.needsRebuild() {
             // A swap to finish, or a catalog to rebuild (missing, or never written while
@@ -62,10 +65,7 @@ public final class InstantStore: Sendable {
             }
         }
         catalog = try Catalog(path: layout.catalogPath)
-        if role == .origin {
-            try layout.writeOriginMarker()
-            if !catalog.isOrigin { try catalog.markOrigin() }
-        }
+        if role == .origin && !catalog.isOrigin { try catalog.markOrigin() }
         openedAs = role
         isOrigin = role == .origin || catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
     }

@@ -81,17 +81,6 @@ final class POSIXFile: @unchecked Sendable {
         }
     }
 
-    /// Why the file at `path` cannot be opened and read now (no permission, an I/O error),
-    /// or nil when it can, or is not there: recovery leaves such a file as it is.
-    static func readFailure(_ path: String) -> String? {
-        do {
-            _ = try POSIXFile.open(path, flags: O_RDONLY).read(count: 18, at: 0)
-            return nil
-        } catch {
-            return error.isUnreadableFile ? error.description : nil
-        }
-    }
-
     /// Reads up to `count` bytes from `offset` without moving the file position.
     func read(count: Int, at offset: Int64) throws(StoreError) -> [UInt8] {
         try Failpoint.check("file.read", path: path)

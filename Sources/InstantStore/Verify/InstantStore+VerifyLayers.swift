@@ -165,12 +165,18 @@ extension InstantStore {
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
-                    if salvaged != nil { (clientID, baseEpoch) = LayerDatabase.salvageSyncIdentity(path: oldPath) }
+                    if let changes = salvaged {
+                        let identity = LayerDatabase.salvageSyncIdentity(path: oldPath)
+                        (clientID, baseEpoch) = (identity.clientID, identity.baseEpoch)
+                        salvaged = identity.withBases(changes)
+                    }
                     // New numbers start far past them, so none can be one already used.
                     numberAfter = LayerDatabase.numberFloor(past: salvaged?.map(\.sequence).max() ?? 0)
                 }
-                if salvaged == nil { unreadable = Int(current.pendingCount) }
             }
+            // Also when the file is gone: its changes, counted by the catalog, were not
+            // taken (a -wal left without it goes to quarantine with them).
+            if salvaged == nil { unreadable = Int(current.pendingCount) }
             // The new file numbers its changes far past the old file's last number (or the
             // salvaged ones', when it could only be read). Under the old client id, a number
             // the old file had already used (its changes all acknowledged, or unreadable)
