@@ -10,8 +10,14 @@ public enum ProtocolVersion {
     ///
     /// 2: idempotent sync (`clientId`, replayed changes answered, never applied twice),
     /// layer epochs and `resetRequired`.
-    public static let current = 2
-    /// The oldest client version this build still serves (version 1 sent no `clientId`).
+    /// 3: each change's own base (``ClientChange/baseRevision``), judged against. A server
+    /// of version 2 ignores the field and judges every change against the request's
+    /// cursor, where a change older than that cursor would overwrite a writer it never
+    /// saw: such a server answers a version 3 client `oldServer` instead.
+    public static let current = 3
+    /// The oldest client version this build still serves (version 1 sent no `clientId`; a
+    /// version 2 client sends no change bases, and its changes are judged against its
+    /// cursor, as before).
     public static let minimumSupported = 2
 
     /// Checks a client's version against what this build serves.

@@ -16,8 +16,9 @@ public struct ClientChange: Sendable, Equatable, JSONRepresentable {
     /// ``SyncRequest/baseRevision`` (absent: that one). A change made while an earlier sync
     /// was in flight, or left for a later request, was made on what the client showed
     /// then: a record another writer changed after it loses (`conflict`), although the
-    /// client's cursor has moved past that writer's change since. Between 0 and the
-    /// request's `baseRevision`.
+    /// client's cursor has moved past that writer's change since. At least 0, and at most
+    /// the layer's revision: it may lie past the request's `baseRevision` (a change made on
+    /// a record that a page of an unfinished answer brought). Protocol version 3.
     public var baseRevision: Int64?
 
     public init(changeId: Int64, kind: ChangeKind, id: String, content: JSONValue? = nil, baseRevision: Int64? = nil) {

@@ -56,6 +56,12 @@ import ServerTestSupport
             let new = try await server.client(
                 .GET, "d", "snapshot", token: token, headers: [("Instant-Protocol-Version", "99")])
             #expect(new.status == 400 && new.errorCode == "oldServer")
+            // A server of version 2 ignores change bases: it answers a version 3 client
+            // `oldServer` (it speaks up to 2), so our client never syncs with one unsafely.
+            #expect(ProtocolVersion.current == 3)
+            let previous = try await server.client(
+                .GET, "d", "snapshot", token: token, headers: [("Instant-Protocol-Version", "2")])
+            #expect(previous.status == 200, "version 2 clients are still served")
             let current = try await server.client(
                 .GET, "d", "snapshot", token: token,
                 headers: [("Instant-Protocol-Version", "\(ProtocolVersion.current)")])

@@ -59,6 +59,64 @@ import ServerTestSupport
         }
     }
 
+    /// A change's base past the fork, sent under the view's epoch: the client applied a
+    /// page of the fork's changes, and the answer's cursor never came. It is judged as the
+    /// fork's revision, not refused with `resetRequired`, after which the client took a
+    /// snapshot and rebased every change, overwriting what it never saw.
+    @Test func aBaseFromTheForkUnderTheViewsEpochIsJudgedNotRefused() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(
+                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
+                    .status == 201)
+            let ana = try await server.token(document: "d", layer: "n", user: "ana")
+            let bob = try await server.token(document: "d", layer: "n", user: "bob")
+            let view = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            // Ana's first write forks the layer at the view's revision and writes c1 after it.
+            let first = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "c1", content: annotation("c1"))]))
+            #expect(first.revision == view.revision + 1 && first.epoch != view.epoch)
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-0123456789abcdef", epoch: first.epoch, baseRevision: first.revision,
+                    changes: [ClientChange(changeId: 1, kind: .update, id: "b", content: annotation("bob"))]))
+            #expect(bobs.results.first?.accepted == true)
+            // Ana still holds the view's cursor; her edit of c1 was made on the fork's revision
+            // that brought it, her edit of b on the view.
+            let reply = try await server.client(
+                .POST, "d", "sync", token: ana,
+                body: try JSONEncoder().encode(
+                    SyncRequest(
+                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                        changes: [
+                            ClientChange(
+                                changeId: 2, kind: .update, id: "c1", content: annotation("c1 again"),
+                                baseRevision: first.revision),
+                            ClientChange(changeId: 3, kind: .update, id: "b", content: annotation("ana")),
+                        ])))
+            #expect(reply.status == 200, "\(reply.errorCode ?? "")")
+            let judged = try reply.json(SyncResponse.self)
+            #expect(judged.results.map(\.accepted) == [true, false], "\(judged.results)")
+            #expect(judged.results.last?.reason == .conflict, "Bob's change of b wins")
+            // Past the fork's own revision, a base is still one the layer cannot have given.
+            let past = try await server.client(
+                .POST, "d", "sync", token: ana,
+                body: try JSONEncoder().encode(
+                    SyncRequest(
+                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                        changes: [
+                            ClientChange(
+                                changeId: 4, kind: .update, id: "c1", content: annotation("no"),
+                                baseRevision: judged.revision + 1)
+                        ])))
+            #expect(past.status == 409 && past.errorCode == "resetRequired")
+        }
+    }
+
     @Test func aListenerOnAnUnwrittenLayerWakesForTheDefaultLayerAndForTheCreation() async throws {
         try await TestServer.with(listenTimeout: 30) { server in
             try await server.upload("d", samplePDF(2_000))

@@ -95,6 +95,28 @@ enum LayerView: Sendable, Equatable {
             .resetRequired,
             "the layer was deleted or created again since epoch \(epoch) (it is now \(self.epoch)): take a snapshot")
     }
+
+    /// Refuses a sync whose cursor, or one of whose changes' bases, this view cannot have
+    /// given (`resetRequired`). A change's base may lie past the cursor, up to the layer's
+    /// revision (the client made it on a record a page of an unfinished answer brought).
+    /// Under a fork's old epoch that page was the fork's own: past ``LayerRef/forkRevision``
+    /// the view's revisions are the fork's, so such a base is judged as one of them rather
+    /// than refused (a refusal would have the client take a snapshot and rebase every
+    /// change, which then overwrites what it never saw).
+    func check(_ request: SyncRequest) throws(ProtocolError) {
+        try check(epoch: request.epoch, revision: request.baseRevision)
+        let latestBase = request.changes.reduce(request.baseRevision) { max($0, $1.baseRevision ?? $0) }
+        guard latestBase > request.baseRevision else { return }
+        if let ref = stored, let epoch = request.epoch, epoch != ref.epoch, epoch == ref.forkEpoch {
+            guard latestBase <= ref.revision else {
+                throw ProtocolError(
+                    .resetRequired, "a change's base \(latestBase) is past the layer's \(ref.revision): take a snapshot"
+                )
+            }
+            return
+        }
+        try check(epoch: request.epoch, revision: latestBase)
+    }
 }
 
 extension ServerDatabase {

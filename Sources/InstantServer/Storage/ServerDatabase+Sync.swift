@@ -34,21 +34,18 @@ extension ServerDatabase {
         async throws -> (layer: LayerRef?, created: Bool, results: [ChangeResult])
     {
         let canWrite = identity.permissions.contains(.write)
-        // Each change's base is a cursor the client had too: one the layer cannot have
-        // given gets `resetRequired`, like the request's.
-        let latestBase = request.changes.reduce(request.baseRevision) { max($0, $1.baseRevision ?? $0) }
         // Only a named layer can be unwritten: the default layer's syncs read nothing here.
         if canWrite && !request.changes.isEmpty && !name.isEmpty {
             let current = try await view(document: document, layer: name)
             if current.stored == nil {
                 // A cursor the layer cannot have given is refused before any copy is made.
-                try current.check(epoch: request.epoch, revision: latestBase)
+                try current.check(request)
                 try await prepareFork(document: document, name: name, source: "")
             }
         }
         return try await write { db in
             let view = try Self.view(document: document, name: name, in: db)
-            try view.check(epoch: request.epoch, revision: latestBase)
+            try view.check(request)
             let ref: LayerRef
             switch view {
             case .stored(let stored): ref = stored
