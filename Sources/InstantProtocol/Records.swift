@@ -29,12 +29,27 @@ public struct LayerSnapshot: Sendable, Equatable, JSONRepresentable {
     public var records: [AnnotationRecord]
     /// Present when more records follow: pass it as `?after=` (with `epoch`) for the next page.
     public var next: String?
+    /// For a layer forked from a view (a named layer, created by its first write from the
+    /// default layer it read as until then), the epoch that view's cursors carry. A cursor
+    /// or a change's base taken under it is of this layer's history: the fork keeps the
+    /// view's revisions and goes on from them. Protocol version 3.
+    public var forkEpoch: String?
 
-    public init(epoch: String, revision: Int64, records: [AnnotationRecord], next: String? = nil) {
+    public init(
+        epoch: String, revision: Int64, records: [AnnotationRecord], next: String? = nil, forkEpoch: String? = nil
+    ) {
         self.epoch = epoch
         self.revision = revision
         self.records = records
         self.next = next
+        self.forkEpoch = forkEpoch
+    }
+
+    /// Whether pending changes whose bases belong to `history` (an epoch) keep them over
+    /// this snapshot: it is of that history, or forked from it.
+    public func continues(_ history: String) -> Bool {
+        // By bytes: an epoch is an opaque token.
+        epoch.utf8.elementsEqual(history.utf8) || forkEpoch.map { $0.utf8.elementsEqual(history.utf8) } == true
     }
 }
 
@@ -80,13 +95,13 @@ extension LayerSnapshot {
             epoch: try fields.required("epoch", .string), revision: try fields.required("revision", .integer),
             records: try fields.array("records") { value, path throws(ProtocolError) in
                 try AnnotationRecord(json: value, path: path)
-            }, next: try fields.optional("next", .string))
+            }, next: try fields.optional("next", .string), forkEpoch: try fields.optional("forkEpoch", .string))
     }
 
     public var json: JSONValue {
         .object(omittingNil: [
             "epoch": .string(epoch), "revision": .integer(revision), "records": .array(records.map(\.json)),
-            "next": next.map { .string($0) },
+            "next": next.map { .string($0) }, "forkEpoch": forkEpoch.map { .string($0) },
         ])
     }
 }

@@ -145,6 +145,12 @@ struct JSONTests {
         #expect(
             String(decoding: ChangeResult(changeId: 1, accepted: true).jsonBytes(), as: UTF8.self)
                 == #"{"accepted":true,"changeId":1}"#)
+        let forked = LayerSnapshot(epoch: "e2", revision: 3, records: [], next: "n", forkEpoch: "ve1")
+        #expect(try LayerSnapshot(jsonData: forked.jsonBytes()) == forked)
+        #expect(try JSONDecoder().decode(LayerSnapshot.self, from: Data(forked.jsonBytes())) == forked)
+        #expect(forked.continues("ve1") && forked.continues("e2") && !forked.continues("e1"))
+        let plain = LayerSnapshot(epoch: "e2", revision: 3, records: [])
+        #expect(!String(decoding: plain.jsonBytes(), as: UTF8.self).contains("forkEpoch"))
     }
 
     @Test func wireTypeErrorsNameTheField() throws {

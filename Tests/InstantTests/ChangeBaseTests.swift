@@ -130,6 +130,48 @@ import Testing
         }
     }
 
+    /// A copy of an unwritten named layer (its cursor on the view, under the view's epoch)
+    /// loses a change too large for the server and takes a snapshot; meanwhile another
+    /// writer's first write forked the layer, under an epoch of its own, and changed a
+    /// record. The snapshot is of a fork of the view, the same history: the other pending
+    /// change keeps its base and loses to that writer, instead of being rebased past the
+    /// writer's change and overwriting it.
+    @Test func aSnapshotOfAForkOfTheViewKeepsTheBases() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let input = AnnotationInput(id: "shared", content: note("first"))
+            let seeded = try await h.server.api(
+                .POST, "/documents/doc/annotations", json: String(decoding: input.json.jsonData(), as: UTF8.self))
+            #expect(seeded.status < 300)
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc", layer: "notes")
+            // The test server takes JSON bodies of up to 1 MiB.
+            try descriptor.editableDocument.add(note(String(repeating: "x", count: 2 << 20), id: "huge"))
+            try descriptor.editableDocument.update("shared", content: note("ana's, on the first"))
+            let bob = try await h.server.token(document: "doc", layer: "notes", user: "bob")
+            let view = try await h.server.client(.GET, "doc", "snapshot", token: bob).json(LayerSnapshot.self)
+            let bobs = try await h.server.sync(
+                "doc", token: bob,
+                SyncRequest(
+                    clientId: "bobs-client-000001", epoch: view.epoch, baseRevision: view.revision,
+                    changes: [ClientChange(changeId: 1, kind: .update, id: "shared", content: note("bob's"))]))
+            #expect(bobs.results.map(\.accepted) == [true] && bobs.epoch != view.epoch)
+            let forked = try await h.server.client(.GET, "doc", "snapshot", token: bob).json(LayerSnapshot.self)
+            #expect(forked.forkEpoch == view.epoch, "the fork names the view it continues")
+
+            try await descriptor.sync().result()
+            try await descriptor.sync().result()
+            let lost = await log.lostChanges
+            #expect(lost.map(\.annotationID).sorted() == ["huge", "shared"], "\(lost)")
+            #expect(lost.first { $0.annotationID == "shared" }?.reason == .conflict)
+            let onServer = try await h.serverAnnotations("doc", layer: "notes")
+            #expect(onServer.first { $0.id == "shared" }?.content["text"] == .string("bob's"))
+            #expect(try descriptor.editableDocument.annotations().first?.content["text"] == .string("bob's"))
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
     /// What goes on the wire: a change's own base when it is not the cursor (nothing
     /// otherwise), and a change of a record under an earlier pending change takes the
     /// earliest base of that record's changes, by the id's bytes.

@@ -240,8 +240,8 @@ struct SyncRound {
     /// still under a local change, go to ``onReceive``.
     ///
     /// `history` is the epoch the pending changes' base revisions belong to: a snapshot of
-    /// it keeps them (a change stays news to the pending changes that never showed it). A
-    /// snapshot of another history (the layer was created again between the answer and the
+    /// it, or of a fork of it (``LayerSnapshot/forkEpoch``), keeps them (a change stays
+    /// news to the pending changes that never showed it). A snapshot of another history (the layer was created again between the answer and the
     /// snapshot), or with `history` nil (the server refused the cursor: the layer was
     /// created again, or lost revisions; or the cursor had no epoch), makes them the
     /// snapshot's revision: the old revisions mean nothing there.
@@ -270,16 +270,19 @@ struct SyncRound {
                     records += page.records
                     next = page.next
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:
-                    // The layer was created again while we paged: start over.
+                    // The layer was created again (or forked) while we paged: start over;
+                    // the new first page tells whether it is still the bases' history.
                     restarted = true
-                    rebasing = true
                     next = nil
                 case .failure(let failure):
                     throw failure
                 }
             }
             if restarted { continue }
-            if first.epoch != history { rebasing = true }
+            // A fork of the history keeps it (a named layer's first write, by another
+            // writer, while this copy still held the view's cursor): rebasing then would
+            // send the changes against a revision they never saw, overwriting that writer.
+            if let history, !first.continues(history) { rebasing = true }
             try Failpoint.check("reset.beforeApply")
             let stored = records.map {
                 ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)

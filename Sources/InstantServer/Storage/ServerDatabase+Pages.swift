@@ -146,7 +146,9 @@ extension ServerDatabase {
                         createdBy: row[2], updatedBy: row[3]))
                 bytes += row[4] as Int
             }
-            return LayerSnapshot(epoch: view.epoch, revision: view.revision, records: records, next: next)
+            return LayerSnapshot(
+                epoch: view.epoch, revision: view.revision, records: records, next: next,
+                forkEpoch: view.stored?.forkEpoch)
         }
     }
 }
