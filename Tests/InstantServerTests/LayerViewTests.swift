@@ -117,6 +117,67 @@ import ServerTestSupport
         }
     }
 
+    /// A named layer deleted and created again is a new history, also for its view: the
+    /// view's epoch changes with the deletion, so the new fork does not take a cursor or a
+    /// base of the old fork's (revisions past the old fork are not the new one's): a change
+    /// made on the old fork gets `resetRequired`, not a verdict against the new one's
+    /// revisions, where it would overwrite what it never saw.
+    @Test func aLayerCreatedAgainIsANewHistoryForItsView() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            #expect(
+                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
+                    .status == 201)
+            let ana = try await server.token(document: "d", layer: "n", user: "ana")
+            let bob = try await server.token(document: "d", layer: "n", user: "bob")
+            let view = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            let first = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "c1", content: annotation("c1"))]))
+            let bobs = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-0123456789abcdef", epoch: first.epoch, baseRevision: first.revision,
+                    changes: [ClientChange(changeId: 1, kind: .update, id: "b", content: annotation("bob"))]))
+            // Ana has seen Bob's change of b in a page (the answer's cursor never came).
+            let seen = bobs.revision
+            #expect(try await server.api(.DELETE, "/documents/d/layers/n").status < 300)
+            let again = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            #expect(again.epoch != view.epoch, "the view of a deleted layer's name is a new history")
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name": "n"}"#).status < 300)
+            let carol = try await server.token(document: "d", layer: "n", user: "carol")
+            let recreated = try await server.client(.GET, "d", "snapshot", token: carol).json(LayerSnapshot.self)
+            #expect(recreated.forkEpoch == again.epoch)
+            for (number, id) in ["b", "x", "y"].enumerated() {
+                let written = try await server.sync(
+                    "d", token: carol,
+                    SyncRequest(
+                        clientId: "carol-0123456789abcdef", epoch: recreated.epoch,
+                        baseRevision: recreated.revision + Int64(number),
+                        changes: [
+                            ClientChange(
+                                changeId: Int64(number + 1), kind: number == 0 ? .update : .create, id: id,
+                                content: annotation("carol"))
+                        ]))
+                #expect(written.results.first?.accepted == true)
+            }
+            let reply = try await server.client(
+                .POST, "d", "sync", token: ana,
+                body: try JSONEncoder().encode(
+                    SyncRequest(
+                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                        changes: [
+                            ClientChange(
+                                changeId: 2, kind: .update, id: "b", content: annotation("ana"), baseRevision: seen)
+                        ])))
+            #expect(reply.status == 409 && reply.errorCode == "resetRequired", "\(reply.status)")
+            let truth = try await server.client(.GET, "d", "snapshot", token: carol).json(LayerSnapshot.self)
+            #expect(truth.records.first { $0.id == "b" }?.content["text"] == .string("carol"))
+        }
+    }
+
     @Test func aListenerOnAnUnwrittenLayerWakesForTheDefaultLayerAndForTheCreation() async throws {
         try await TestServer.with(listenTimeout: 30) { server in
             try await server.upload("d", samplePDF(2_000))

@@ -76,7 +76,10 @@ extension ServerDatabase {
         _ = try copyBatch(to: id, from: source.id, limit: -1, in: db)
         // Only a fork of the default layer continues a view clients could have read (the
         // unwritten layer's); a copy of another named layer starts a history of its own.
-        let forkEpoch = source.name.isEmpty ? LayerView.unwrittenEpoch(of: source) : nil
+        let forkEpoch =
+            source.name.isEmpty
+            ? LayerView.unwrittenEpoch(
+                of: source, salt: try viewSalt(documentID: source.documentID, name: name, in: db)) : nil
         try db.execute(
             sql: """
                 UPDATE layer SET copyingFrom = NULL, revision = ?, forkRevision = ?, forkEpoch = ?, createdAt = ?

@@ -30,23 +30,29 @@ struct LayerRef: Sendable, Equatable {
 /// its document's default layer until its first write creates it.
 enum LayerView: Sendable, Equatable {
     case stored(LayerRef)
-    case unwritten(name: String, defaultLayer: LayerRef)
+    /// `salt`: set by each deletion of a layer of this name ("" before the first).
+    case unwritten(name: String, defaultLayer: LayerRef, salt: String)
 
     /// The epoch clients see. An unwritten layer's is derived from the default layer's, so
-    /// it changes if the document is uploaded again, and never equals a stored layer's.
+    /// it changes if the document is uploaded again, and never equals a stored layer's;
+    /// and from the salt of its name, so it changes when a layer of that name is deleted:
+    /// a fork keeps its view's epoch as ``LayerRef/forkEpoch``, and a fork made after a
+    /// deletion must not pass for the one before it (their revisions past the fork differ).
     var epoch: String {
         switch self {
         case .stored(let ref): ref.epoch
-        case .unwritten(_, let base): Self.unwrittenEpoch(of: base)
+        case .unwritten(_, let base, let salt): Self.unwrittenEpoch(of: base, salt: salt)
         }
     }
 
-    static func unwrittenEpoch(of base: LayerRef) -> String { "v" + base.epoch }
+    static func unwrittenEpoch(of base: LayerRef, salt: String) -> String {
+        "v" + base.epoch + (salt.isEmpty ? "" : "." + salt)
+    }
 
     var revision: Int64 {
         switch self {
         case .stored(let ref): ref.revision
-        case .unwritten(_, let base): base.revision
+        case .unwritten(_, let base, _): base.revision
         }
     }
 
@@ -54,7 +60,7 @@ enum LayerView: Sendable, Equatable {
     var recordsLayer: LayerRef {
         switch self {
         case .stored(let ref): ref
-        case .unwritten(_, let base): base
+        case .unwritten(_, let base, _): base
         }
     }
 
@@ -68,7 +74,7 @@ enum LayerView: Sendable, Equatable {
     var name: String {
         switch self {
         case .stored(let ref): ref.name
-        case .unwritten(let name, _): name
+        case .unwritten(let name, _, _): name
         }
     }
 
@@ -233,7 +239,16 @@ extension ServerDatabase {
         guard !name.isEmpty, let base = try Row.fetchOne(select, arguments: [documentID, "".blob]) else {
             throw ProtocolError(.internal, "the document has no default layer")
         }
-        return .unwritten(name: name, defaultLayer: LayerRef(row: base))
+        return .unwritten(
+            name: name, defaultLayer: LayerRef(row: base),
+            salt: try viewSalt(documentID: documentID, name: name, in: db))
+    }
+
+    /// The salt of the view of the layer `name` (see ``LayerView/epoch``).
+    static func viewSalt(documentID: Int64, name: String, in db: Database) throws -> String {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT salt FROM viewSalt WHERE documentId = ? AND name = ?"),
+            arguments: [documentID, name.blob]) ?? ""
     }
 
     /// Creates a named layer as a copy of `source` (default: the default layer);
@@ -264,6 +279,12 @@ extension ServerDatabase {
             }
             // Gone for every request now; its records go a batch per transaction.
             try Self.discard(ref.id, in: db)
+            // Its view, and a fork of it, are a new history from now on.
+            try db.execute(
+                sql: """
+                    INSERT INTO viewSalt (documentId, name, salt) VALUES (?, ?, lower(hex(randomblob(4))))
+                    ON CONFLICT (documentId, name) DO UPDATE SET salt = excluded.salt
+                    """, arguments: [ref.documentID, name.blob])
             return ref
         }
         reap()

@@ -49,7 +49,7 @@ extension ServerDatabase {
             let ref: LayerRef
             switch view {
             case .stored(let stored): ref = stored
-            case .unwritten(let name, let base):
+            case .unwritten(let name, let base, _):
                 // A token that may not write creates nothing: every change is refused.
                 guard canWrite else {
                     return (nil, false, request.changes.map(Self.writeRefused))
@@ -91,7 +91,7 @@ extension ServerDatabase {
             let ref: LayerRef
             switch view {
             case .stored(let stored): ref = stored
-            case .unwritten(let name, let base):
+            case .unwritten(let name, let base, _):
                 // Nothing to write creates nothing.
                 guard !changes.isEmpty else { return (nil, false, []) }
                 ref = try Self.completeFork(of: base, as: name, in: db)

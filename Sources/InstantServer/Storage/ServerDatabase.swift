@@ -108,6 +108,18 @@ public final class ServerDatabase: Sendable {
             try db.execute(sql: "CREATE INDEX layer_copying ON layer(id) WHERE copyingFrom > 0")
             try db.execute(sql: "CREATE INDEX document_deleted ON document(id) WHERE typeof(identifier) = 'text'")
         }
+        migrator.registerMigration("server-v6") { db in
+            // A named layer deleted and written again is a new history, also while it is
+            // unwritten: its view's epoch takes a salt that each deletion sets, so a cursor
+            // or a change's base taken on an earlier incarnation (or on its fork) is never
+            // taken for one of the next (``LayerView/epoch``).
+            try db.create(table: "viewSalt", options: .withoutRowID) { t in
+                t.column("documentId", .integer).notNull().references("document", onDelete: .cascade)
+                t.column("name", .blob).notNull()
+                t.column("salt", .text).notNull()
+                t.primaryKey(["documentId", "name"])
+            }
+        }
         return migrator
     }
 
