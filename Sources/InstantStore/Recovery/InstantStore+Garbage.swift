@@ -42,12 +42,18 @@ extension InstantStore {
         }
         let needsCheck = options.repair && !catalogIsSound && !(orphanBlobs.isEmpty && orphanKeys.isEmpty)
         let sound = needsCheck ? try catalog.isSound() : true
+        // Orphans left (unreadable now, or the catalog unsound): the dead claims and locks
+        // that lead prune to them stay, so it looks again.
+        var left: Set<String> = []
         for orphan in orphanBlobs {
             var problem = Problem(kind: .orphanFile, subject: orphan, detail: "no catalog row claims it")
             if options.repair {
                 if sound {
-                    problem.apply(try disposeOrphanBlob(orphan))
+                    let outcome = try disposeOrphanBlob(orphan)
+                    if case .left = outcome { left.insert(orphan) }
+                    problem.apply(outcome)
                 } else {
+                    left.insert(orphan)
                     problem.detail += "; the catalog fails its integrity check, so nothing is deleted (rebuild it)"
                 }
             }
@@ -58,6 +64,7 @@ extension InstantStore {
                 kind: .orphanFile, subject: StoreLayout.layerRelativePath(key: key), detail: "no catalog row claims it")
             if options.repair {
                 let outcome = try disposeOrphanLayer(key: key, mayDelete: sound)
+                if case .left = outcome { left.insert(StoreLayout.layerRelativePath(key: key)) }
                 problem.apply(outcome)
             }
             report.problems.append(problem)
@@ -68,7 +75,12 @@ extension InstantStore {
         let abandoned = try abandonedFiles()
         report.strayFiles += abandoned.strays
         if options.repair { try removeDeadSpares(abandoned.spares) }
-        for name in abandoned.temp {
+        let kept = Set(
+            abandoned.blobs.filter { left.contains($0.path) }.map(\.claim)
+                + abandoned.layerKeys.filter { left.contains(StoreLayout.layerRelativePath(key: $0)) }.map {
+                    $0 + ".layer.lock"
+                })
+        for name in abandoned.temp where !kept.contains(name) {
             var problem = Problem(kind: .deadTempFile, subject: "tmp/\(name)", detail: "its writer is gone")
             if options.repair {
                 try FileSystem.remove(layout.tmpDirectory + "/" + name)

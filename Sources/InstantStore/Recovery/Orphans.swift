@@ -87,15 +87,24 @@ extension InstantStore {
 
     /// Deletes an orphan blob inside a write transaction, after checking again that no
     /// row claims it. A server's store never deletes one: it is quarantined instead.
+    ///
+    /// One that cannot be read now (no permission, an I/O error, at its header or any
+    /// block's) is not deleted unread: it is read as a catalog rebuild reads it, which
+    /// leaves such a blob out of the catalog. That read comes before the transaction (a
+    /// large PDF's walk must not hold the write lock); inside it, a file that is no longer
+    /// the one read (another placed since) is left for the next look.
     func disposeOrphanBlob(_ relativePath: String) throws(StoreError) -> OrphanOutcome {
-        try catalog.write { db -> OrphanOutcome in
+        let path = layout.absolute(relativePath)
+        let identity = FileSystem.identity(path)
+        switch BlobInspection.inspect(path: path) {
+        case .unreadable(let failure): return .left("cannot be read now (\(failure)); left untouched")
+        case .missing: return .deleted
+        case .whole, .cutShort: break
+        }
+        return try catalog.write { db -> OrphanOutcome in
             if try self.isClaimed(relativePath, in: db) { return .claimed }
-            // One that cannot be read now (no permission, an I/O error, at its header or
-            // any block's) is not deleted unread: read as a catalog rebuild reads it, which
-            // leaves such a blob out of the catalog.
-            let path = self.layout.absolute(relativePath)
-            if case .unreadable(let failure) = BlobInspection.inspect(path: path) {
-                return .left("cannot be read now (\(failure)); left untouched")
+            guard FileSystem.identity(path) == identity else {
+                return .left("replaced while it was read; looked at again next time")
             }
             if self.isOrigin {
                 // Inside the transaction: a PDF's name comes back with its bytes, and an

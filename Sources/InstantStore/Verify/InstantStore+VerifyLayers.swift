@@ -174,9 +174,11 @@ extension InstantStore {
                     numberAfter = LayerDatabase.numberFloor(past: salvaged?.map(\.sequence).max() ?? 0)
                 }
             }
-            // Also when the file is gone: its changes, counted by the catalog, were not
-            // taken (a -wal left without it goes to quarantine with them).
-            if salvaged == nil { unreadable = Int(current.pendingCount) }
+            // Also when only its -wal is left: the changes the catalog counts were not
+            // taken, and go to quarantine with it.
+            if salvaged == nil && (FileSystem.exists(oldPath) || FileSystem.exists(oldPath + "-wal")) {
+                unreadable = Int(current.pendingCount)
+            }
             // The new file numbers its changes far past the old file's last number (or the
             // salvaged ones', when it could only be read). Under the old client id, a number
             // the old file had already used (its changes all acknowledged, or unreadable)
