@@ -59,60 +59,76 @@ import ServerTestSupport
         }
     }
 
+    /// A document "d" whose default layer holds "b", and its named layer "n", which Ana's
+    /// first write (creating "c1") forked from the view she held; then Bob changed "b" there.
+    private func forkedByAnaThenChangedByBob(_ server: TestServer) async throws -> (
+        ana: String, view: LayerSnapshot, first: SyncResponse, bobs: SyncResponse
+    ) {
+        try await server.upload("d", samplePDF(2_000))
+        #expect(
+            try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
+                .status == 201)
+        let ana = try await server.token(document: "d", layer: "n", user: "ana")
+        let bob = try await server.token(document: "d", layer: "n", user: "bob")
+        let view = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+        // The fork is made at the view's revision, and c1 written after it.
+        let first = try await server.sync(
+            "d", token: ana,
+            SyncRequest(
+                clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
+                changes: [ClientChange(changeId: 1, kind: .create, id: "c1", content: annotation("c1"))]))
+        #expect(first.revision == view.revision + 1 && first.epoch != view.epoch)
+        let bobs = try await server.sync(
+            "d", token: bob,
+            SyncRequest(
+                clientId: "bob-0123456789abcdef", epoch: first.epoch, baseRevision: first.revision,
+                changes: [ClientChange(changeId: 1, kind: .update, id: "b", content: annotation("bob"))]))
+        #expect(bobs.results.first?.accepted == true)
+        return (ana, view, first, bobs)
+    }
+
+    /// Ana's sync of `changes` from the view's cursor (she never got the fork's), as the
+    /// server answers it.
+    private func anaOnTheView(_ server: TestServer, _ ana: String, _ view: LayerSnapshot, _ changes: [ClientChange])
+        async throws -> TestServer.Reply
+    {
+        try await server.client(
+            .POST, "d", "sync", token: ana,
+            body: try JSONEncoder().encode(
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision, changes: changes))
+        )
+    }
+
     /// A change's base past the fork, sent under the view's epoch: the client applied a
     /// page of the fork's changes, and the answer's cursor never came. It is judged as the
     /// fork's revision, not refused with `resetRequired`, after which the client took a
     /// snapshot and rebased every change, overwriting what it never saw.
     @Test func aBaseFromTheForkUnderTheViewsEpochIsJudgedNotRefused() async throws {
         try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            #expect(
-                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
-                    .status == 201)
-            let ana = try await server.token(document: "d", layer: "n", user: "ana")
-            let bob = try await server.token(document: "d", layer: "n", user: "bob")
-            let view = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
-            // Ana's first write forks the layer at the view's revision and writes c1 after it.
-            let first = try await server.sync(
-                "d", token: ana,
-                SyncRequest(
-                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
-                    changes: [ClientChange(changeId: 1, kind: .create, id: "c1", content: annotation("c1"))]))
-            #expect(first.revision == view.revision + 1 && first.epoch != view.epoch)
-            let bobs = try await server.sync(
-                "d", token: bob,
-                SyncRequest(
-                    clientId: "bob-0123456789abcdef", epoch: first.epoch, baseRevision: first.revision,
-                    changes: [ClientChange(changeId: 1, kind: .update, id: "b", content: annotation("bob"))]))
-            #expect(bobs.results.first?.accepted == true)
+            let (ana, view, first, _) = try await forkedByAnaThenChangedByBob(server)
             // Ana still holds the view's cursor; her edit of c1 was made on the fork's revision
             // that brought it, her edit of b on the view.
-            let reply = try await server.client(
-                .POST, "d", "sync", token: ana,
-                body: try JSONEncoder().encode(
-                    SyncRequest(
-                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
-                        changes: [
-                            ClientChange(
-                                changeId: 2, kind: .update, id: "c1", content: annotation("c1 again"),
-                                baseRevision: first.revision),
-                            ClientChange(changeId: 3, kind: .update, id: "b", content: annotation("ana")),
-                        ])))
+            let reply = try await anaOnTheView(
+                server, ana, view,
+                [
+                    ClientChange(
+                        changeId: 2, kind: .update, id: "c1", content: annotation("c1 again"),
+                        baseRevision: first.revision),
+                    ClientChange(changeId: 3, kind: .update, id: "b", content: annotation("ana")),
+                ])
             #expect(reply.status == 200, "\(reply.errorCode ?? "")")
             let judged = try reply.json(SyncResponse.self)
             #expect(judged.results.map(\.accepted) == [true, false], "\(judged.results)")
             #expect(judged.results.last?.reason == .conflict, "Bob's change of b wins")
             // Past the fork's own revision, a base is still one the layer cannot have given.
-            let past = try await server.client(
-                .POST, "d", "sync", token: ana,
-                body: try JSONEncoder().encode(
-                    SyncRequest(
-                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
-                        changes: [
-                            ClientChange(
-                                changeId: 4, kind: .update, id: "c1", content: annotation("no"),
-                                baseRevision: judged.revision + 1)
-                        ])))
+            let past = try await anaOnTheView(
+                server, ana, view,
+                [
+                    ClientChange(
+                        changeId: 4, kind: .update, id: "c1", content: annotation("no"),
+                        baseRevision: judged.revision + 1)
+                ])
             #expect(past.status == 409 && past.errorCode == "resetRequired")
         }
     }
@@ -124,23 +140,7 @@ import ServerTestSupport
     /// revisions, where it would overwrite what it never saw.
     @Test func aLayerCreatedAgainIsANewHistoryForItsView() async throws {
         try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            #expect(
-                try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"b","content":\#(note("b"))}"#)
-                    .status == 201)
-            let ana = try await server.token(document: "d", layer: "n", user: "ana")
-            let bob = try await server.token(document: "d", layer: "n", user: "bob")
-            let view = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
-            let first = try await server.sync(
-                "d", token: ana,
-                SyncRequest(
-                    clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
-                    changes: [ClientChange(changeId: 1, kind: .create, id: "c1", content: annotation("c1"))]))
-            let bobs = try await server.sync(
-                "d", token: bob,
-                SyncRequest(
-                    clientId: "bob-0123456789abcdef", epoch: first.epoch, baseRevision: first.revision,
-                    changes: [ClientChange(changeId: 1, kind: .update, id: "b", content: annotation("bob"))]))
+            let (ana, view, _, bobs) = try await forkedByAnaThenChangedByBob(server)
             // Ana has seen Bob's change of b in a page (the answer's cursor never came).
             let seen = bobs.revision
             #expect(try await server.api(.DELETE, "/documents/d/layers/n").status < 300)
@@ -163,15 +163,12 @@ import ServerTestSupport
                         ]))
                 #expect(written.results.first?.accepted == true)
             }
-            let reply = try await server.client(
-                .POST, "d", "sync", token: ana,
-                body: try JSONEncoder().encode(
-                    SyncRequest(
-                        clientId: "ana-0123456789abcdef", epoch: view.epoch, baseRevision: view.revision,
-                        changes: [
-                            ClientChange(
-                                changeId: 2, kind: .update, id: "b", content: annotation("ana"), baseRevision: seen)
-                        ])))
+            let reply = try await anaOnTheView(
+                server, ana, view,
+                [
+                    ClientChange(
+                        changeId: 2, kind: .update, id: "b", content: annotation("ana"), baseRevision: seen)
+                ])
             #expect(reply.status == 409 && reply.errorCode == "resetRequired", "\(reply.status)")
             let truth = try await server.client(.GET, "d", "snapshot", token: carol).json(LayerSnapshot.self)
             #expect(truth.records.first { $0.id == "b" }?.content["text"] == .string("carol"))

@@ -134,13 +134,7 @@ import Testing
         try layer.create(id: "a", content: note("kept"))
         let path = scratch.store.layout.layerPath(key: layer.key)
         layer.close()
-        let old = try DatabaseQueue(path: path)
-        try old.write { db in
-            try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
-            try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v4', 'layer-v5')")
-        }
-        try old.close()
+        try makeFileFromBeforeChangeBases(path)
         let upgraded = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try upgraded.pendingChanges().map(\.baseRevision) == [7])
         try upgraded.update(id: "a", content: note("again"))
@@ -167,13 +161,7 @@ import Testing
         try layer.update(id: "r1", content: note("mine"))
         let path = scratch.store.layout.layerPath(key: layer.key)
         layer.close()
-        let old = try DatabaseQueue(path: path)
-        try old.write { db in
-            try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
-            try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v4', 'layer-v5')")
-        }
-        try old.close()
+        try makeFileFromBeforeChangeBases(path)
         try damageLastPage(path)
 
         let report = try scratch.store.verify(VerifyOptions(repair: true))
@@ -183,4 +171,16 @@ import Testing
         #expect(try replaced.pendingChanges().map(\.baseRevision) == [7])
         #expect(try replaced.metadata().pendingBasesEpoch == "e1")
     }
+}
+
+/// Turns a closed layer file into one of the format before layer-v4: no change bases, no
+/// `baseEpoch`, and neither migration recorded.
+private func makeFileFromBeforeChangeBases(_ path: String) throws {
+    let old = try DatabaseQueue(path: path)
+    try old.write { db in
+        try db.execute(sql: "ALTER TABLE localChange DROP COLUMN baseRevision")
+        try db.execute(sql: "ALTER TABLE meta DROP COLUMN baseEpoch")
+        try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v4', 'layer-v5')")
+    }
+    try old.close()
 }

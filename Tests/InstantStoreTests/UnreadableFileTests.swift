@@ -23,17 +23,24 @@ import Testing
         return (scratch, hashes[0], hashes[1])
     }
 
+    /// ``storeWithTwoPDFs()``, closed, its catalog lost (with its `-wal` and `-shm`): what
+    /// a rebuild starts from.
+    func storeWithTwoPDFsAndNoCatalog() throws -> (Scratch, unreadable: BlobHash, readable: BlobHash) {
+        let (scratch, unreadable, readable) = try storeWithTwoPDFs()
+        scratch.store.close()
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
+        }
+        return (scratch, unreadable, readable)
+    }
+
     /// The catalog is lost and rebuilt while one PDF cannot be opened: the rebuild
     /// completes (before, it failed, and the store could not be opened at all), leaves
     /// that PDF where it is and out of the catalog (its document downloads it again), and
     /// garbage collection does not delete it while it cannot be read.
     @Test func aRebuildLeavesAPDFItCannotReadAndTakesTheRest() async throws {
-        let (scratch, unreadable, readable) = try storeWithTwoPDFs()
+        let (scratch, unreadable, readable) = try storeWithTwoPDFsAndNoCatalog()
         let path = scratch.store.layout.blobPath(unreadable)
-        scratch.store.close()
-        for suffix in ["", "-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
-        }
         let refusal = "file.open@\(unreadable.hex)=eacces"
         let rebuilt = try await runWorker(["rebuild", scratch.root.path], failpoint: refusal)
         #expect(!rebuilt.signalled && rebuilt.status == 0, "\(rebuilt.output)")
@@ -58,10 +65,8 @@ import Testing
     /// a server's store, whose PDFs nobody can download again, the rebuild fails instead
     /// (and the store is left as it was) rather than forget one.
     @Test func aReadErrorIsLeftTooAndAServersRebuildRefusesToForgetAPDF() async throws {
-        let (scratch, unreadable, _) = try storeWithTwoPDFs()
-        scratch.store.close()
+        let (scratch, unreadable, _) = try storeWithTwoPDFsAndNoCatalog()
         let catalog = scratch.store.layout.catalogPath
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
         let failing = "file.read@\(unreadable.hex)=eio"
         #expect(FileManager.default.createFile(atPath: scratch.store.layout.originMarkerPath, contents: Data()))
         let refused = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
@@ -118,27 +123,31 @@ import Testing
         #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("-wal") })
     }
 
+    /// Makes `change` a pending change of `layer`, closes it, and copies its file to its
+    /// `-wal` (which SQLite cannot read without the file); returns the file's path.
+    func withACopyAsItsWAL(_ scratch: Scratch, _ layer: LayerDatabase, change: String) throws -> String {
+        try layer.create(id: change, content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        try FileManager.default.copyItem(atPath: path, toPath: path + "-wal")
+        return path
+    }
+
     /// Verify's repair of a layer whose file is gone but whose `-wal` remains reports the
     /// catalog's count of its changes as unreadable (they went to quarantine with the
     /// `-wal`), not none.
     @Test func aRepairReportsTheChangesOfALoneWALAsUnreadable() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "n", content: note("kept"))
-        let path = scratch.store.layout.layerPath(key: layer.key)
-        layer.close()
-        try FileManager.default.copyItem(atPath: path, toPath: path + "-wal")
+        let path = try withACopyAsItsWAL(
+            scratch, try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: ""), change: "n")
         try FileManager.default.removeItem(atPath: path)
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.pendingChangesUnreadable == 1, "\(report.problems)")
         #expect(scratch.files(in: "quarantine").contains { $0.hasSuffix("-wal") }, "\(scratch.files(in: "quarantine"))")
 
         // A removal that discards such a layer's changes says how many left with its -wal.
-        let again = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try again.create(id: "m", content: note("also kept"))
-        let againPath = scratch.store.layout.layerPath(key: again.key)
-        again.close()
-        try FileManager.default.copyItem(atPath: againPath, toPath: againPath + "-wal")
+        let againPath = try withACopyAsItsWAL(
+            scratch, try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: ""), change: "m")
         try FileManager.default.removeItem(atPath: againPath)
         let removed = try scratch.store.removeLayer(
             tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
@@ -150,11 +159,8 @@ import Testing
     /// `-wal` byte for byte.
     @Test func anEmptyLayerFileBesideAWALIsNeverOpened() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "n", content: note("kept"))
-        let path = scratch.store.layout.layerPath(key: layer.key)
-        layer.close()
-        try FileManager.default.copyItem(atPath: path, toPath: path + "-wal")
+        let path = try withACopyAsItsWAL(
+            scratch, try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: ""), change: "n")
         let wal = try Data(contentsOf: URL(fileURLWithPath: path + "-wal"))
         try Data().write(to: URL(fileURLWithPath: path))
         #expect { _ = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "") } throws: {
@@ -175,12 +181,8 @@ import Testing
     /// leaves it too (it used to read the header alone, and delete it). Readable again, the
     /// orphan of a cache is garbage.
     @Test func anOrphanWhoseBlocksCannotBeReadIsLeftByGarbageCollection() async throws {
-        let (scratch, unreadable, _) = try storeWithTwoPDFs()
+        let (scratch, unreadable, _) = try storeWithTwoPDFsAndNoCatalog()
         let path = scratch.store.layout.blobPath(unreadable)
-        scratch.store.close()
-        for suffix in ["", "-wal", "-shm"] {
-            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
-        }
         let failing = "frame.blockRead@\(unreadable.hex)=eio"
         let rebuilt = try await runWorker(["rebuild", scratch.root.path], failpoint: failing)
         #expect(rebuilt.status == 0 && rebuilt.output.contains("untouched=1"), "\(rebuilt.output)")
@@ -265,10 +267,8 @@ import Testing
     /// whose catalog is lost: opened as a server's, it is marked before the rebuild, which
     /// then refuses to forget a PDF it cannot read, as for any server's store.
     @Test func aStoreOpenedAsAServersIsRebuiltAsOne() async throws {
-        let (scratch, unreadable, _) = try storeWithTwoPDFs()
-        scratch.store.close()
+        let (scratch, unreadable, _) = try storeWithTwoPDFsAndNoCatalog()
         let catalog = scratch.store.layout.catalogPath
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: catalog + suffix) }
         #expect(!FileSystem.exists(scratch.store.layout.originMarkerPath))
         let opened = try await runWorker(
             ["origin-gc", scratch.root.path], failpoint: "file.read@\(unreadable.hex)=eio")
