@@ -175,6 +175,28 @@ import ServerTestSupport
         }
     }
 
+    /// A layer copied from another named layer never continued the view, whose cursors it
+    /// refused: deleting it leaves the view's epoch as it was (its holders keep their bases),
+    /// where deleting a fork of the view changes it.
+    @Test func deletingALayerThatNeverContinuedTheViewKeepsTheViewsEpoch() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d", layer: "n")
+            let view = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name": "m"}"#).status < 300)
+            let copied = try await server.api(
+                .POST, "/documents/d/layers", json: #"{"name": "n", "source_layer_name": "m"}"#)
+            #expect(copied.status < 300)
+            #expect(try await server.api(.DELETE, "/documents/d/layers/n").status < 300)
+            let after = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(after.epoch == view.epoch)
+            #expect(try await server.api(.POST, "/documents/d/layers", json: #"{"name": "n"}"#).status < 300)
+            #expect(try await server.api(.DELETE, "/documents/d/layers/n").status < 300)
+            let again = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(again.epoch != view.epoch, "a fork of the view was deleted")
+        }
+    }
+
     @Test func aListenerOnAnUnwrittenLayerWakesForTheDefaultLayerAndForTheCreation() async throws {
         try await TestServer.with(listenTimeout: 30) { server in
             try await server.upload("d", samplePDF(2_000))
