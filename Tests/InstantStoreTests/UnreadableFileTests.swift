@@ -154,6 +154,17 @@ import Testing
         #expect(removed.discardedPendingChanges == 1, "its change, as the catalog counts it")
     }
 
+    /// A layer whose file and `-wal` are both gone: its changes (the catalog's count) are
+    /// reported lost, not kept in quarantine, and not passed over in silence either.
+    @Test func aRepairReportsTheChangesOfAVanishedLayerAsLost() throws {
+        let scratch = try Scratch()
+        let path = try withACopyAsItsWAL(
+            scratch, try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: ""), change: "n")
+        for suffix in ["", "-wal"] { try FileManager.default.removeItem(atPath: path + suffix) }
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesLost == 1 && report.pendingChangesUnreadable == 0, "\(report.problems)")
+    }
+
     /// A layer file cut to nothing beside a `-wal`: SQLite deletes the `-wal` of an empty
     /// database when it opens one, so nothing opens it; the repair quarantines both, the
     /// `-wal` byte for byte.

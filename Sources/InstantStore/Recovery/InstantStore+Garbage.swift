@@ -76,7 +76,7 @@ extension InstantStore {
         report.strayFiles += abandoned.strays
         if options.repair { try removeDeadSpares(abandoned.spares) }
         let kept = Set(
-            abandoned.blobs.filter { left.contains($0.path) }.map(\.claim)
+            abandoned.blobs.filter { left.contains($0.path) && leadsTo($0) }.map(\.claim)
                 + abandoned.layerKeys.filter { left.contains(StoreLayout.layerRelativePath(key: $0)) }.map {
                     $0 + ".layer.lock"
                 })
@@ -159,9 +159,9 @@ extension InstantStore {
                 case .deleted: swept.append(blob)
                 case .quarantined(let name): swept.append("\(blob): moved to quarantine/\(name) (a server's store)")
                 case .claimed, .adopted: break
-                case .left: kept.insert(claim)
+                case .left: if leadsTo((blob, claim)) { kept.insert(claim) }
                 }
-            } else {
+            } else if leadsTo((blob, claim)) {
                 kept.insert(claim)
             }
         }
@@ -179,6 +179,15 @@ extension InstantStore {
             try removeDeadSpares(abandoned.spares)
         }
         return swept
+    }
+
+    /// Whether a dead claim still names the orphan it was made for (another name of the
+    /// same file, or, where links are refused, an empty claim file of its own), so keeping
+    /// it leads the next prune there. One left over from an earlier copy, since replaced at
+    /// that path, is the last name of a copy nothing else reaches: not kept.
+    private func leadsTo(_ blob: (path: String, claim: String)) -> Bool {
+        let claim = FileSystem.identity(layout.tmpDirectory + "/" + blob.claim)
+        return claim != nil && (claim == FileSystem.identity(layout.absolute(blob.path)) || claim?.size == 0)
     }
 
     /// Removes spare layer locks of handles that are gone (each checked dead again first):

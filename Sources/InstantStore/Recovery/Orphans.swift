@@ -103,9 +103,9 @@ extension InstantStore {
         }
         return try catalog.write { db -> OrphanOutcome in
             if try self.isClaimed(relativePath, in: db) { return .claimed }
-            guard FileSystem.identity(path) == identity else {
-                return .left("replaced while it was read; looked at again next time")
-            }
+            let now = FileSystem.identity(path)
+            if now == nil { return .deleted }  // removed meanwhile (another collection)
+            guard now == identity else { return .left("replaced while it was read; looked at again next time") }
             if self.isOrigin {
                 // Inside the transaction: a PDF's name comes back with its bytes, and an
                 // upload of the same PDF committing after this one places a new file at

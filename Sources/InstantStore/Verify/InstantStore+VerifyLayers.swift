@@ -124,7 +124,7 @@ extension InstantStore {
         let staging = try LayerStaging(layout)
         var committed = false
         defer { staging.release(committed: committed, in: layout) }
-        let outcome = try catalog.write { db -> (salvaged: Int, unreadable: Int)? in
+        let outcome = try catalog.write { db -> (salvaged: Int, unreadable: Int, lost: Int)? in
             guard let current = try LayerRecord.fetchOne(db, key: row.id), current.key == row.key else { return nil }
             var salvaged: [PendingChange]?
             // Kept, so the server answers salvaged changes it already applied with their
@@ -134,6 +134,8 @@ extension InstantStore {
             // cursor): its first snapshot keeps them when it is of that history.
             var baseEpoch: String?
             var unreadable = 0
+            // Counted by the catalog, with neither the file nor its -wal left to hold them.
+            var lost = 0
             // Read from a damaged file, the salvaged changes may miss the last numbers used.
             var numberAfter: Int64?
             if FileSystem.exists(oldPath) {
@@ -176,8 +178,12 @@ extension InstantStore {
             }
             // Also when only its -wal is left: the changes the catalog counts were not
             // taken, and go to quarantine with it.
-            if salvaged == nil && (FileSystem.exists(oldPath) || FileSystem.exists(oldPath + "-wal")) {
-                unreadable = Int(current.pendingCount)
+            if salvaged == nil {
+                if FileSystem.exists(oldPath) || FileSystem.exists(oldPath + "-wal") {
+                    unreadable = Int(current.pendingCount)
+                } else {
+                    lost = Int(current.pendingCount)
+                }
             }
             // The new file numbers its changes far past the old file's last number (or the
             // salvaged ones', when it could only be read). Under the old client id, a number
@@ -212,13 +218,14 @@ extension InstantStore {
                     row.id, row.key,
                 ])
             try Failpoint.check("replace.beforeCommit")
-            return (salvaged?.count ?? 0, unreadable)
+            return (salvaged?.count ?? 0, unreadable, lost)
         }
         committed = true
         guard let outcome else { return false }
         try Failpoint.check("replace.afterCommit")
         report.pendingChangesSalvaged += outcome.salvaged
         report.pendingChangesUnreadable += outcome.unreadable
+        report.pendingChangesLost += outcome.lost
         _ = try layout.quarantine(StoreLayout.layerRelativePath(key: row.key))
         return true
     }

@@ -77,6 +77,9 @@ public struct VerificationReport: Sendable, Equatable, Codable {
     public var pendingChangesSalvaged = 0
     /// Pending local changes that could not be read back from a corrupt layer (its file is kept in quarantine/).
     public var pendingChangesUnreadable = 0
+    /// Pending local changes the catalog counted in a layer whose file and `-wal` were both
+    /// gone when it was repaired: nothing was left to read them from.
+    public var pendingChangesLost = 0
     /// Names in `blobs/` and `layers/` the store never makes (relative paths): reported,
     /// never touched, and no problem of the store's (they do not make it unclean).
     public var strayFiles: [String] = []

@@ -73,6 +73,7 @@ struct Verify: ParsableCommand {
                 "layersChecked": .integer(Int64(report.layersChecked)),
                 "pendingChangesSalvaged": .integer(Int64(report.pendingChangesSalvaged)),
                 "pendingChangesUnreadable": .integer(Int64(report.pendingChangesUnreadable)),
+                "pendingChangesLost": .integer(Int64(report.pendingChangesLost)),
                 "quarantine": .array(report.quarantine.map(\.json)),
                 "strayFiles": .array(report.strayFiles.map { .string($0) }),
             ]
@@ -118,6 +119,9 @@ struct Verify: ParsableCommand {
             }
             if report.pendingChangesUnreadable > 0 {
                 summary += "; \(report.pendingChangesUnreadable) unsynced changes unreadable (kept in quarantine/)"
+            }
+            if report.pendingChangesLost > 0 {
+                summary += "; \(report.pendingChangesLost) unsynced changes lost (their layer file was gone)"
             }
             for stray in report.strayFiles {
                 output.print("note     stray file \(stray): not made by the store; left alone")
