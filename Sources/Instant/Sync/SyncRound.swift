@@ -241,10 +241,11 @@ struct SyncRound {
     ///
     /// `history` is the epoch the pending changes' base revisions belong to: a snapshot of
     /// it, or of a fork of it (``LayerSnapshot/forkEpoch``), keeps them (a change stays
-    /// news to the pending changes that never showed it). A snapshot of another history (the layer was created again between the answer and the
-    /// snapshot), or with `history` nil (the server refused the cursor: the layer was
-    /// created again, or lost revisions; or the cursor had no epoch), makes them the
-    /// snapshot's revision: the old revisions mean nothing there.
+    /// news to the pending changes that never showed it). A snapshot of another history
+    /// (the layer was created again between the answer and the snapshot), or with
+    /// `history` nil (the server refused the cursor: the layer was created again, or lost
+    /// revisions; or the cursor had no epoch), makes them the snapshot's revision: the old
+    /// revisions mean nothing there.
     func reset(acknowledgingThrough acknowledged: Int64? = nil, history: String?) async throws {
         var rebasing = history == nil
         var attempts = 0

@@ -280,14 +280,10 @@ extension ServerDatabase {
             // Gone for every request now; its records go a batch per transaction.
             try Self.discard(ref.id, in: db)
             // A layer that continued its view (a fork of the default layer under the view's
-            // epoch): the view, and the next fork of it, are a new history from now on. A
-            // layer copied from another named layer never took the view's cursors, so they
-            // stay valid.
-            guard let defaultLayer = try Self.view(document: document, name: "", in: db).stored,
-                ref.forkEpoch
-                    == LayerView.unwrittenEpoch(
-                        of: defaultLayer, salt: try Self.viewSalt(documentID: ref.documentID, name: name, in: db))
-            else { return ref }
+            // epoch, which the name reads as again now): the view, and the next fork of it,
+            // are a new history from now on. A layer copied from another named layer never
+            // took the view's cursors, so they stay valid.
+            guard ref.forkEpoch == (try Self.view(document: document, name: name, in: db).epoch) else { return ref }
             try db.execute(
                 sql: """
                     INSERT INTO viewSalt (documentId, name, salt) VALUES (?, ?, lower(hex(randomblob(4))))
