@@ -98,7 +98,7 @@ final class Catalog: Sendable {
         do {
             return try pool.writeWithoutTransaction { db in
                 if durability == .deferred {
-                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                    try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
                     fullSyncPending.withLock { $0 = true }
                 } else if fullSyncPending.withLock({ $0 }) {
                     try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -106,7 +106,9 @@ final class Catalog: Sendable {
                 }
                 defer {
                     // Reported by the next synced write, not here: this one may have committed.
-                    if durability == .deferred, (try? db.execute(sql: "PRAGMA synchronous = FULL")) != nil {
+                    if durability == .deferred,
+                        (try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()) != nil
+                    {
                         fullSyncPending.withLock { $0 = false }
                     }
                 }
@@ -234,7 +236,7 @@ extension Catalog {
         var row = DocumentRecord(
             id: nil, tenantId: tenantID, identifier: identifier.storedBytes, blobSha256: nil, corrupt: false,
             layerCount: 0, createdAt: now, lastUsedAt: now)
-        try row.insert(db)
+        try row.insertWithCachedStatement(db)
         return row
     }
 

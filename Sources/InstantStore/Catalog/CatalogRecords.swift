@@ -69,3 +69,36 @@ extension String {
 
     init(storedBytes: Data) { self = String(decoding: storedBytes, as: UTF8.self) }
 }
+
+extension DocumentRecord {
+    /// Inserts the row with one cached statement and sets ``id``. A download's commit
+    /// makes its document's row this way: GRDB's record `insert` encodes the record and
+    /// builds its SQL on every call, which cost more than the statement itself.
+    mutating func insertWithCachedStatement(_ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO document (tenantId, identifier, blobSha256, corrupt, layerCount, createdAt, lastUsedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [tenantId, identifier, blobSha256, corrupt, layerCount, createdAt, lastUsedAt])
+        id = db.lastInsertedRowID
+    }
+}
+
+extension LayerRecord {
+    /// Inserts the row with one cached statement and sets ``id``: as
+    /// ``DocumentRecord/insertWithCachedStatement(_:)``, for every downloaded layer.
+    mutating func insertWithCachedStatement(_ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO layer (documentId, name, key, userId, corrupt, createdAt, lastUsedAt,
+                                   annotationCount, pendingCount, bytes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(
+            arguments: [
+                documentId, name, key, userId, corrupt, createdAt, lastUsedAt, annotationCount, pendingCount, bytes,
+            ])
+        id = db.lastInsertedRowID
+    }
+}

@@ -169,7 +169,7 @@ extension InstantStore {
             userId: staged.userID?.storedBytes, corrupt: false, createdAt: now, lastUsedAt: now,
             annotationCount: Int64(staged.annotationCount), pendingCount: 0,
             bytes: (try FileSystem.fileSize(path)) ?? 0)
-        try row.insert(db)
+        try row.insertWithCachedStatement(db)
         try db.cachedStatement(sql: "UPDATE document SET layerCount = layerCount + 1, lastUsedAt = ? WHERE id = ?")
             .execute(arguments: [now, documentID])
         try Failpoint.check("layer.afterInsert")
