@@ -208,4 +208,29 @@ import Testing
             #expect(await failure(of: descriptor.sync()) != nil)
         }
     }
+
+    /// Without a write in between: the handle kept open still reads the unlinked file, which
+    /// holds the discarded change. It must not be shown, counted, nor sent.
+    @Test func aLayerAnotherProcessRemovedIsNeitherShownNorSynced() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let document = descriptor.editableDocument
+            try document.add(note("x", id: "x"))
+            #expect(try document.annotations().map(\.id) == ["x"])
+            #expect(descriptor.documentState == .dirty)
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            try store.removeLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            // The sync first: it would have sent "x".
+            #expect(await failure(of: descriptor.sync())?.code == .invalidDocument)
+            #expect(try await h.serverAnnotations("doc").isEmpty)
+            #expect(descriptor.documentState == .unknown)
+            for read in [{ try document.annotations() }, { try document.annotation(withID: "x").map { [$0] } ?? [] }] {
+                let error = #expect(throws: InstantError.self) { try read() }
+                #expect(error?.code == .invalidDocument)
+            }
+        }
+    }
 }

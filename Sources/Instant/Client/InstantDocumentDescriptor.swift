@@ -89,8 +89,15 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         case .invalid: return .invalid
         case .clean, .dirty:
             // The open layer knows its pending changes exactly; the catalog's count is a
-            // summary kept after each write.
-            if let layer, let pending = try? layer.pendingChangeCount() { return pending == 0 ? .clean : .dirty }
+            // summary kept after each write. A handle to a layer removed since (the row
+            // read is then another download's) is let go.
+            if let layer {
+                do {
+                    return try layer.livePendingChangeCount() == 0 ? .clean : .dirty
+                } catch {
+                    storeFailed(error)
+                }
+            }
             return local.state == .clean ? .clean : .dirty
         }
     }

@@ -30,13 +30,14 @@ public final class InstantDocument: Sendable {
     // MARK: Reading
 
     /// The layer's annotations (with local changes applied), in identifier order.
+    /// ``InstantError/Code/invalidDocument`` once the layer was removed, by this process or
+    /// another.
     public func annotations() throws(InstantError) -> [InstantAnnotation] {
         let layer = try openLayer()
         let pending: Set<ExactString>
         let stored: [Annotation]
         do {
-            pending = try layer.pendingAnnotationIDs()
-            stored = try layer.annotations()
+            (stored, pending) = try layer.annotationsAndPendingIDs()
         } catch {
             throw try descriptorFailure(error)
         }
@@ -49,8 +50,8 @@ public final class InstantDocument: Sendable {
     public func annotation(withID id: String) throws(InstantError) -> InstantAnnotation? {
         let layer = try openLayer()
         do {
-            guard let stored = try layer.annotation(id: id) else { return nil }
-            return try InstantAnnotation(stored, synced: !layer.pendingAnnotationIDs().contains(ExactString(id)))
+            guard let (stored, pending) = try layer.annotationAndPending(id: id) else { return nil }
+            return try InstantAnnotation(stored, synced: !pending)
         } catch let error as InstantError {
             throw error
         } catch {

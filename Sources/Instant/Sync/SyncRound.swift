@@ -43,7 +43,10 @@ struct SyncRound {
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let limit = batchLimit
         var (pending, meta) = try await onDisk { layer in
-            (try layer.pendingChanges(limit: limit), try layer.metadata())
+            // A handle kept open still reads a layer removed since (by `instantctl rm`, say):
+            // the changes that removal discarded must not go out.
+            try layer.checkNotRemoved()
+            return (try layer.pendingChanges(limit: limit), try layer.metadata())
         }
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a

@@ -23,7 +23,7 @@ public final class LayerDatabase: Sendable {
     /// The random key naming the file, `layers/<key>.sqlite`.
     public let key: String
     let path: String
-    private let hooks: LayerHooks
+    let hooks: LayerHooks
     /// Whether the catalog's row for this handle's layer is known durable: synced when
     /// the store opened the handle, or by its first local change (``LayerHooks/syncRecord``).
     private let recordSynced = Mutex(false)
@@ -167,12 +167,15 @@ public final class LayerDatabase: Sendable {
     /// sequence number `after`, when given), by their ids' bytes: two spellings Swift calls
     /// equal are two records.
     public func pendingAnnotationIDs(after: Int64? = nil) throws(StoreError) -> Set<ExactString> {
-        try read { db in
-            Set(
-                try Data.fetchAll(
-                    db, sql: "SELECT DISTINCT annotationId FROM localChange WHERE seq > ?", arguments: [after ?? -1]
-                ).map { ExactString(String(storedBytes: $0)) })
-        }
+        try read { db in try Self.pendingIDs(db, after: after) }
+    }
+
+    /// The ids a pending change (after the sequence number `after`) holds.
+    static func pendingIDs(_ db: Database, after: Int64? = nil) throws -> Set<ExactString> {
+        Set(
+            try Data.fetchAll(
+                db, sql: "SELECT DISTINCT annotationId FROM localChange WHERE seq > ?", arguments: [after ?? -1]
+            ).map { ExactString(String(storedBytes: $0)) })
     }
 
     /// The pending changes in order; `table` is `pendingChange` for a file of a format
@@ -330,7 +333,7 @@ public final class LayerDatabase: Sendable {
             epoch: row["epoch"], clientID: row["clientId"], baseEpoch: row["baseEpoch"])
     }
 
-    private static func annotation(_ row: Row) -> Annotation {
+    static func annotation(_ row: Row) -> Annotation {
         Annotation(
             id: String(storedBytes: row["annotationId"]), content: row["content"],
             serverRevision: row["serverRevision"], isDeleted: row["deleted"])
