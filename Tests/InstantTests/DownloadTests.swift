@@ -209,6 +209,25 @@ import Testing
         }
     }
 
+    /// A descriptor made invalid by a removal of its document must not remove the layer
+    /// downloaded since under the same name: that is another descriptor's, with its changes.
+    @Test func anInvalidDescriptorDoesNotRemoveItsSuccessorsLayer() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let old = try await h.downloaded(client, "doc")
+            try client.removeLocalStorage(forDocumentIdentifier: "doc")
+            #expect(old.documentState == .invalid)
+            let new = try await h.downloaded(client, "doc")
+            #expect(new !== old)
+            try new.editableDocument.add(note("kept", id: "kept"))
+            let error = #expect(throws: InstantError.self) { try old.removeLocalStorage() }
+            #expect(error?.code == .invalidDocument)
+            #expect(new.documentState == .dirty)
+            #expect(try new.editableDocument.annotations().map(\.id) == ["kept"])
+        }
+    }
+
     /// Without a write in between: the handle kept open still reads the unlinked file, which
     /// holds the discarded change. It must not be shown, counted, nor sent.
     @Test func aLayerAnotherProcessRemovedIsNeitherShownNorSynced() async throws {

@@ -83,8 +83,17 @@ extension InstantDocumentDescriptor {
     /// Removes this layer's local data (pending changes included) and cancels its network
     /// work; the PDF stays for the document's other layers. The descriptor is `unknown`
     /// again and may download again (the PDF does not move twice).
+    ///
+    /// - Throws: `invalidDocument` for an invalid descriptor (its storage was removed
+    ///   already, with its document's or the client's): the layer stored now under its
+    ///   name is another descriptor's, which this one must not remove.
     public func removeLocalStorage() throws(InstantError) {
         guard let client else { throw InstantError(.invalidDocument, "the client of this descriptor is gone") }
+        guard !mutable.withLock({ $0.invalidated }) else {
+            throw InstantError(
+                .invalidDocument,
+                "the descriptor is invalid (its storage was removed already): get a new one from the client")
+        }
         countRemoval()
         let download = mutable.withLock { state -> InstantOperation? in
             defer {
