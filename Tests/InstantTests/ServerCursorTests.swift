@@ -22,6 +22,51 @@ import Testing
         return (meta.lastServerRevision, meta.epoch, try layer.pendingChangeCount())
     }
 
+    /// A server that names the same next page again would have the client page for ever,
+    /// piling records up in memory: the read fails instead, for a download's snapshot, a
+    /// reset's, and the pages after a sync.
+    @Test func aServerThatNamesTheSamePageAgainFailsTheRead() async throws {
+        try await ClientHarness.with(configure: { $0.pageLimits = PageLimits(records: 2) }) { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            let epoch = try #require(try cursor(h).epoch)
+            let snapshot = "GET /i/v1/documents/doc/snapshot"
+            let page = #"{"epoch": "\#(epoch)", "revision": 0, "records": [], "next": "c1"}"#
+            h.proxy.answerNextRequest(
+                to: snapshot, status: "200 OK", body: page, contentType: "application/json", times: 9)
+            let token = try await h.jwt("doc", layer: "notes")
+            let notes = try client.documentDescriptor(forJWT: token)
+            let download = await failure(of: try notes.download(usingJWT: token))
+            #expect(download?.code == .invalidServerData, "\(String(describing: download))")
+            #expect(h.proxy.requestsAnswered == 2, "the first page, and the one it named, once")
+            #expect(!notes.isDownloaded)
+
+            // The pages after a sync (two records a page, five from another writer): the
+            // second page names itself as the next.
+            let inputs = (0..<5).map { AnnotationInput(id: "s\($0)", content: note("server \($0)")).json }
+            let body = JSONValue.object(["annotations": .array(inputs)])
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/annotations", json: String(decoding: body.jsonData(), as: UTF8.self)
+                ).status < 300)
+            try descriptor.editableDocument.add(note("kept", id: "kept"))
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/changes", status: "200 OK",
+                body: #"{"epoch": "\#(epoch)", "revision": 6, "results": [], "changes": [], "next": "c1"}"#,
+                contentType: "application/json", times: 9)
+            let synced = await failure(of: descriptor.sync())
+            #expect(synced?.code == .invalidServerData, "\(String(describing: synced))")
+            #expect(h.proxy.requestsAnswered == 4, "two snapshot pages, then two pages of changes")
+            h.proxy.answerNextRequest(to: "GET", status: "200 OK", times: 0)
+            // Nothing was lost: the real server's pages are read at the next sync.
+            try await descriptor.sync().result()
+            #expect(try await h.serverAnnotations("doc").map(\.id).sorted() == ["kept", "s0", "s1", "s2", "s3", "s4"])
+            #expect(try descriptor.editableDocument.annotations().count == 6)
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
     @Test func anAnswerWithACursorTheClientCannotKeepFailsAndLosesNothing() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

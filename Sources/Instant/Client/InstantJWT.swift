@@ -27,7 +27,8 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
     public static let maximumLength = 64 << 10
 
     /// Parses `token`: three base64url parts, the second a JSON object with a string
-    /// `document_id`, an optional string `layer` and an optional string `user_id`.
+    /// `document_id`, an optional string `layer` and an optional string `user_id` (null
+    /// counts as absent).
     public init(parsing token: String) throws(InstantError) {
         guard token.utf8.count <= Self.maximumLength else {
             throw InstantError(.invalidJWT, "the JWT is longer than \(Self.maximumLength) bytes")
@@ -48,14 +49,16 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
             throw InstantError(.invalidJWT, "the JWT has no document_id string")
         }
         let layer: String
+        // A null `layer` or `user_id` is absent, as the server reads them (backends that
+        // serialize a missing value as null send them).
         switch object["layer"] {
-        case nil: layer = ""
+        case nil, .null?: layer = ""
         case .string(let name)?: layer = name
         default: throw InstantError(.invalidJWT, "the JWT's layer is not a string")
         }
         let user: String?
         switch object["user_id"] {
-        case nil: user = nil
+        case nil, .null?: user = nil
         case .string(let name)?: user = name
         default: throw InstantError(.invalidJWT, "the JWT's user_id is not a string")
         }

@@ -182,7 +182,9 @@ struct LayerDownload {
         }
         var records = first.records
         var next = first.next
+        var trail = PageTrail()
         while let after = next {
+            try trail.follow(after, of: "snapshot")
             let page = try await reconnecting { () async throws(APIFailure) in
                 try await api.snapshot(document: document, jwt: jwt.token, epoch: first.epoch, after: after)
             }

@@ -30,6 +30,28 @@ enum ServerCursor {
     static let maxEpochBytes = 128
 }
 
+/// The `next` cursors of one paged read (a snapshot, or the changes after a sync). A
+/// cursor that comes back would page for ever, the records piling up in memory (a server
+/// that answers the same page again, or goes round in a circle): it fails the read.
+///
+/// ```swift
+/// var trail = PageTrail()
+/// while let after = next {
+///     try trail.follow(after, of: "snapshot")
+///     …
+/// }
+/// ```
+struct PageTrail {
+    private var seen: Set<String> = []
+
+    mutating func follow(_ cursor: String, of read: String) throws(InstantError) {
+        guard seen.insert(cursor).inserted else {
+            throw InstantError(
+                .invalidServerData, "the \(read) named the same next page twice: it would never end")
+        }
+    }
+}
+
 extension LayerSnapshot: ServerCursorAnswer {}
 
 extension ListenResponse: ServerCursorAnswer {}

@@ -135,6 +135,7 @@ struct SyncRound {
         page.changes = own + page.changes
         var ownLeft = own.count
         var resetRequired = false
+        var trail = PageTrail()
         // What our replayed changes wrote, which the answer may bring back as changes.
         let ours = Dictionary(
             zip(request.changes, response.results).filter { $0.1.accepted && $0.1.replayed }
@@ -171,6 +172,7 @@ struct SyncRound {
             // (The page's epoch: a later page may be of a fork, which keeps the revisions.)
             if needsSnapshot { try await reset(acknowledgingThrough: acknowledged, history: page.epoch) }
             guard let after = page.next else { break }
+            try trail.follow(after, of: "answer to the sync")
             try Failpoint.check("sync.betweenPages")
             let since = meta.lastServerRevision
             switch await Self.attempt({ () async throws(APIFailure) in
@@ -258,7 +260,9 @@ struct SyncRound {
             var records = first.records
             var next = first.next
             var restarted = false
+            var trail = PageTrail()
             while let after = next {
+                try trail.follow(after, of: "snapshot")
                 switch await Self.attempt({ () async throws(APIFailure) in
                     try await api.snapshot(document: document, jwt: jwt, epoch: first.epoch, after: after)
                 }) {
