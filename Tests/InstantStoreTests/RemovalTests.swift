@@ -17,6 +17,31 @@ import Testing
         return (scratch, try #require(stored))
     }
 
+    /// The sweep after a removal's commit unlinks every tombstoned file, other removals'
+    /// too: one that cannot go now must not make the removal, which committed, throw (a
+    /// client would then skip making its descriptors invalid). It is reported, and taken
+    /// up by a later sweep.
+    @Test func aCommittedRemovalReportsTheFilesItCouldNotUnlinkInsteadOfFailing() throws {
+        let scratch = try Scratch()
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
+        // A tombstone whose path unlink refuses, even to root: a directory stands there.
+        let stuck = "layers/stuck.sqlite"
+        try FileManager.default.createDirectory(
+            atPath: scratch.store.layout.absolute(stuck), withIntermediateDirectories: false)
+        try scratch.store.catalog.write { db in try scratch.store.catalog.addTombstone(stuck, in: db) }
+        let report = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(report.layers.map(\.document) == ["d"])
+        #expect(report.filesLeft?.contains("stuck.sqlite") == true, "\(String(describing: report.filesLeft))")
+        #expect(try scratch.store.localDescriptors().isEmpty)
+        // Once the path can go, the next removal's sweep takes it.
+        try FileManager.default.removeItem(atPath: scratch.store.layout.absolute(stuck))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "e", layer: "").close()
+        let next = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "e", layer: "")
+        #expect(next.filesLeft == nil)
+        #expect(try scratch.store.catalog.read { db in try TombstoneRecord.fetchCount(db) } == 0)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     @Test func removingALayerKeepsTheDocumentAndItsPDF() throws {
         let (scratch, pdf) = try populated()
         let open = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d1", layer: "review")

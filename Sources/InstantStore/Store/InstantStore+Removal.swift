@@ -120,12 +120,27 @@ extension InstantStore {
             throw error
         }
         try Failpoint.check("remove.afterCommit")
+        // The removal has committed: what follows only tidies up, and its failure (a file
+        // that cannot be moved or unlinked now) is reported, not thrown. The caller must act
+        // on the commit (a client makes the removed layers' descriptors invalid), and the
+        // files are found again: a tombstone stays until its file is gone, and a file
+        // left without its row is an orphan that GC takes up.
+        var problems: [String] = []
         // Unreadable layers the caller asked to discard: their rows are gone; their files
         // go to quarantine/, never unlinked (killed before this, GC's orphan rule moves them).
         for relative in marked.toQuarantine {
-            if let name = try layout.quarantine(relative) { report.quarantined.append(name) }
+            do {
+                if let name = try layout.quarantine(relative) { report.quarantined.append(name) }
+            } catch {
+                problems.append("\(error)")
+            }
         }
-        try sweepTombstones()
+        do {
+            try sweepTombstones()
+        } catch {
+            problems.append("\(error)")
+        }
+        if !problems.isEmpty { report.filesLeft = problems.joined(separator: "; ") }
         return report
     }
 

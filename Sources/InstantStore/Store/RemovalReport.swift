@@ -98,6 +98,10 @@ public struct RemovalReport: Sendable, Equatable, Codable {
     /// Garbage swept on the way (prune): orphan files and temp files of dead writers,
     /// as paths relative to the root.
     public var swept: [String] = []
+    /// Set when the removal committed but some of its files could not be unlinked or moved
+    /// to `quarantine/` yet (why): they stay until the next removal, prune or
+    /// `instantctl gc` takes them up. What the report lists is removed all the same.
+    public var filesLeft: String?
 
     public init() {}
 

@@ -13,6 +13,9 @@ extension RemovalReport {
         for path in swept { lines.append("\(verb == "removed" ? "swept" : "would sweep") \(path)") }
         for name in quarantined { lines.append("quarantined  \(name) (could not be read; kept in quarantine/)") }
         for layer in skippedUnreadableLayers { lines.append("kept (cannot be opened)  \(layer.display)") }
+        if let filesLeft {
+            lines.append("warning: some files are left until the next prune or gc: \(filesLeft)")
+        }
         return lines
     }
 
@@ -29,6 +32,7 @@ extension RemovalReport {
             "skippedPendingChanges": .integer(skippedPendingChanges),
             "skippedUnreadableLayers": .array(skippedUnreadableLayers.map(\.json)),
             "quarantined": .array(quarantined.map { .string($0) }), "swept": .array(swept.map { .string($0) }),
+            "filesLeft": filesLeft.map { .string($0) } ?? .null,
         ])
     }
 }
