@@ -443,6 +443,31 @@ import Testing
     }
 }
 
+extension SyncCycleTests {
+    /// "Try later" from something in front of the server (429, 408, 502, 504 without the
+    /// server's error body) is a failure for now: retried with backoff without the app
+    /// asking, never a refusal that stops the cycle.
+    @Test(arguments: ["429 Too Many Requests", "408 Request Timeout", "502 Bad Gateway", "504 Gateway Timeout"])
+    func aProxysTryLaterIsRetried(status: String) async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "kept"))
+            h.proxy.answerNextRequest(to: "POST /i/v1/documents/doc/sync", status: status)
+            let failed = await syncError(descriptor)
+            #expect(failed?.code == .requestFailed, "\(String(describing: failed))")
+            // The retry the cycle scheduled syncs it; nothing asks again.
+            let deadline = Date().addingTimeInterval(10)
+            while descriptor.documentState != .clean && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(descriptor.documentState == .clean)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
+        }
+    }
+}
+
 /// The error a sync of `descriptor` ends with, nil when it succeeds.
 private func syncError(_ descriptor: InstantDocumentDescriptor) async -> InstantError? {
     do throws(InstantError) {

@@ -144,7 +144,9 @@ struct ServerAPI: Sendable {
             case 401: .missingToken
             case 403: .invalidToken
             case 404: .notFound
-            case 503: .serverBusy
+            // "Try later", from a proxy or a load balancer in front of the server: retried
+            // with backoff (and Retry-After), as the server's own serverBusy is.
+            case 408, 429, 503: .serverBusy
             case 500...: .internal
             default: .invalidRequest
             }
