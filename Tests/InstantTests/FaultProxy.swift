@@ -28,6 +28,9 @@ final class FaultProxy: @unchecked Sendable {
     private var refusedAfterCut = 0
     private var flipNextAt: Int?
     private var sockets: Set<Int32> = []
+    private var holdNext: (prefix: String, release: DispatchSemaphore)?
+    private var heldCount = 0
+    private var heads: [String] = []
     private var lostResponses = 0
 
     init(upstreamPort: Int) throws {
@@ -81,6 +84,23 @@ final class FaultProxy: @unchecked Sendable {
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
         lock.withLock { answerNext = times > 0 ? (prefix, head + "\r\n" + body, times) : nil }
     }
+
+    /// The next request whose head starts with `prefix` waits in the proxy, before it
+    /// reaches the server, until ``releaseHeldRequest()`` (one request per proxy).
+    func holdNextRequest(to prefix: String) {
+        lock.withLock { holdNext = (prefix, DispatchSemaphore(value: 0)) }
+    }
+
+    /// Lets the held request (or the next one to be held) go on to the server.
+    func releaseHeldRequest() {
+        lock.withLock { holdNext?.release }?.signal()
+    }
+
+    /// How many requests have been held so far.
+    var requestsHeld: Int { lock.withLock { heldCount } }
+
+    /// The first 512 bytes of every request read so far, in order (heads, with headers).
+    var requestHeads: [String] { lock.withLock { heads } }
 
     /// How many requests the proxy answered itself (``answerNextRequest(to:status:body:contentType:times:)``).
     var requestsAnswered: Int { lock.withLock { answered } }
@@ -168,6 +188,13 @@ final class FaultProxy: @unchecked Sendable {
             // HTTP/1.1 keeps connections open: any read may start the next request.
             do {
                 let head = String(decoding: buffer[0..<min(count, 512)], as: UTF8.self)
+                let held = lock.withLock { () -> DispatchSemaphore? in
+                    heads.append(head)
+                    guard let hold = holdNext, head.hasPrefix(hold.prefix), heldCount == 0 else { return nil }
+                    heldCount += 1
+                    return hold.release
+                }
+                held?.wait()
                 let canned = lock.withLock { () -> String? in
                     if let prefix = loseNext, head.hasPrefix(prefix) {
                         loseNext = nil

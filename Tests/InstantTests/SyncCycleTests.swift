@@ -298,6 +298,70 @@ import Testing
         }
     }
 
+    /// A JWT given while a cycle runs goes out from the cycle's next round on (the old one
+    /// may have expired meanwhile), not only in a later cycle.
+    @Test func aJWTGivenDuringACycleIsUsedByItsNextRound() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("first", id: "a"))
+            let sync = "POST /i/v1/documents/doc/sync"
+            h.proxy.holdNextRequest(to: sync)
+            let running = descriptor.sync()
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            // Made while the first round's request is out: the cycle goes round again.
+            try descriptor.editableDocument.add(note("second", id: "b"))
+            let renewed = try await h.jwt("doc", expiresIn: 7200)
+            descriptor.reauthenticate(withJWT: renewed)
+            try await log.wait("the new JWT taken") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+            }
+            h.proxy.releaseHeldRequest()
+            try await running.result()
+            let syncs = h.proxy.requestHeads.filter { $0.hasPrefix(sync) }
+            #expect(syncs.count >= 2)
+            #expect(syncs.dropFirst().allSatisfy { $0.contains(renewed) }, "\(syncs.map { $0.prefix(60) })")
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["a", "b"])
+        }
+    }
+
+    /// The old JWT refused in a round that went out before a new one was given: the cycle
+    /// goes again with the new one by itself, rather than leave the changes waiting for
+    /// the next edit.
+    @Test func aRefusalOfTheJWTReplacedMeanwhileIsRetriedWithTheNewOne() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            let sync = "POST /i/v1/documents/doc/sync"
+            h.proxy.holdNextRequest(to: sync)
+            let running = descriptor.sync()
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            descriptor.reauthenticate(withJWT: try await h.jwt("doc", expiresIn: 7200))
+            try await log.wait("the new JWT taken") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+            }
+            // The held request, sent with the old JWT, is refused as expired.
+            h.proxy.answerNextRequest(
+                to: sync, status: "403 Forbidden",
+                body: #"{"error": {"code": "tokenExpired", "message": "the token expired"}}"#,
+                contentType: "application/json")
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: running)?.code == .accessDenied)
+            let deadline = Date().addingTimeInterval(10)
+            while descriptor.documentState != .clean && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(descriptor.documentState == .clean)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+            #expect(await !log.events.contains { if case .didFailAuthentication = $0 { true } else { false } })
+        }
+    }
+
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

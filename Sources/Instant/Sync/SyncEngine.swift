@@ -135,9 +135,10 @@ actor SyncEngine {
         client.emit(.didBeginSync(descriptor))
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
-        let usedJWT = parsedJWT?.token
+        // The JWT the last request went out with: an authentication failure is this one's.
+        var usedJWT = parsedJWT?.token
         do {
-            guard let parsedJWT, let jwt = usedJWT else {
+            guard var parsedJWT, usedJWT != nil else {
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
@@ -153,8 +154,16 @@ actor SyncEngine {
             repeat {
                 again = false
                 try Task.checkCancellation()
+                // A JWT given meanwhile (reauthenticate, the old one expiring) goes out from
+                // the next round on, not only in the next cycle.
+                if let current = descriptor.jwt, current.token != parsedJWT.token {
+                    try current.checkUser(storedFor: owner)
+                    parsedJWT = current
+                }
+                usedJWT = parsedJWT.token
                 var round = SyncRound(
-                    api: api, layer: layer, document: descriptor.identifier, jwt: jwt, batchLimit: batchLimit)
+                    api: api, layer: layer, document: descriptor.identifier, jwt: parsedJWT.token,
+                    batchLimit: batchLimit)
                 round.mayReset = resetStreak < Self.resetsInARow
                 round.onReceive = { [weak descriptor] changes in
                     guard let descriptor, let client = descriptor.client, !changes.isEmpty else { return }
@@ -191,12 +200,14 @@ actor SyncEngine {
         case .success:
             client.emit(.didFinishSync(descriptor))
         case .failure(let error) where error.isAuthenticationFailure:
-            // A JWT replaced meanwhile (reauthenticate) is not the one refused.
+            // A JWT replaced meanwhile (reauthenticate) is not the one refused: the cycle
+            // goes again with it, after the usual wait, rather than wait for a new change.
             if descriptor.jwt?.token == usedJWT {
                 awaitingAuthentication = true
                 client.emit(.didFailAuthentication(descriptor))
             } else {
                 client.emit(.didFailSync(descriptor, error))
+                if !Task.isCancelled { scheduleRetry(after: error) }
             }
         case .failure(let error):
             client.emit(.didFailSync(descriptor, error))
