@@ -87,4 +87,42 @@ struct CorruptionTests {
             try h.expectStoredPDF("doc", pdf)
         }
     }
+
+    /// A damaged PDF under a layer with pending changes: downloading again fetches the PDF
+    /// alone, and the changes survive (DESIGN, corruption), whether verify only flagged the
+    /// copy or a repair moved it to quarantine.
+    @Test(arguments: [false, true])
+    func aDamagedPDFUnderPendingChangesIsFetchedAloneAndTheChangesSurvive(repair: Bool) async throws {
+        try await ClientHarness.with { h in
+            let pdf = incompressiblePDF(200_000)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("unsynced", id: "kept"))
+            let blobs = files(h.root, under: "blobs")
+            try #require(blobs.count == 1)
+            var bytes = try Data(contentsOf: blobs[0])
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: blobs[0])
+            // What `instantctl verify --deep [--repair]` does, from another store handle.
+            let store = try InstantStore(root: h.root)
+            _ = try store.verify(VerifyOptions(deep: true, repair: repair))
+            store.close()
+            #expect(descriptor.documentState == .invalid)
+
+            try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
+            #expect(descriptor.lastDownload?.pdfBytesTransferred ?? 0 >= Int64(pdf.count), "the PDF came again")
+            #expect(descriptor.lastDownload?.annotationCount == 1)
+            #expect(descriptor.documentState == .dirty, "the pending change is still there")
+            #expect(try descriptor.editableDocument.annotations().map(\.id) == ["kept"])
+            try h.expectStoredPDF("doc", pdf)
+            try await descriptor.sync().result()
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
+            #expect(descriptor.documentState == .clean)
+            // Downloaded now: a further call is refused, as for any stored layer.
+            let token = try await h.jwt("doc")
+            let again = #expect(throws: InstantError.self) { try descriptor.download(usingJWT: token) }
+            #expect(again?.code == .alreadyDownloaded)
+        }
+    }
 }

@@ -15,8 +15,13 @@ extension InstantDocumentDescriptor {
     /// operation. A second call while a download runs starts nothing and returns the
     /// running one.
     ///
+    /// A layer stored and intact whose PDF is not (`instantctl verify --repair` moved a
+    /// damaged copy to quarantine, or a reader found it corrupt and the descriptor reads
+    /// `invalid`) downloads its PDF alone: its annotations and pending changes stay.
+    ///
     /// - Throws: `invalidJWT` (not a JWT, or one for another document or layer),
-    ///   `userIDMismatch` (the layer is stored for another user), `alreadyDownloaded`,
+    ///   `userIDMismatch` (the layer is stored for another user), `alreadyDownloaded`
+    ///   (stored already, or stored with its layer file corrupt: remove its local storage first),
     ///   `invalidDocument` (an invalid descriptor: get a new one from the client).
     @discardableResult
     public func download(usingJWT token: String) throws(InstantError) -> InstantOperation {
@@ -32,7 +37,25 @@ extension InstantDocumentDescriptor {
         // that cannot be read fails the download rather than skip the user's check.
         let stored = mutable.withLock { $0.invalidated } ? nil : try client.localDescriptor(identifier, layerName)
         try check(jwt, stored: stored)
-        if stored?.pdfSHA256 != nil { throw InstantError(.alreadyDownloaded, "\(self) is downloaded already") }
+        // A layer stored and intact whose PDF is not (a repair moved it to quarantine, a
+        // reader found it corrupt): the PDF alone is fetched, the layer and its pending
+        // changes stay. Anything else stored is downloaded already.
+        var pdfOnly = false
+        if let stored {
+            do {
+                pdfOnly = try client.store.layerNeedsItsPDF(
+                    tenant: client.tenant, document: identifier, layer: layerName)
+            } catch {
+                throw InstantError(error)
+            }
+            guard pdfOnly else {
+                throw InstantError(
+                    .alreadyDownloaded,
+                    stored.isCorrupted
+                        ? "\(self) is stored but corrupt: remove its local storage, then download it again"
+                        : "\(self) is downloaded already")
+            }
+        }
         let progress = Progress(totalUnitCount: -1)
         // Taken before the lock: a removal counted from here on withdraws this download.
         let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
@@ -43,7 +66,7 @@ extension InstantDocumentDescriptor {
             if let running = state.download { return (running, false) }
             state.jwt = jwt
             if let user = jwt.userID { state.userID = user }
-            let download = LayerDownload(
+            var download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
                 jwt: jwt, progress: progress, retryPolicy: client.retryPolicy,
                 withdrawn: { [weak self] in
@@ -51,6 +74,7 @@ extension InstantDocumentDescriptor {
                     // write transaction.
                     self.map { $0.removals.load(ordering: .sequentiallyConsistent) != removalsAtStart } ?? true
                 })
+            download.pdfOnly = pdfOnly
             let operation = InstantOperation(task: Task { await self.runDownload(download) })
             state.download = operation
             state.progress = progress

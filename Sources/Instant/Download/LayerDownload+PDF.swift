@@ -75,9 +75,10 @@ extension LayerDownload {
     /// Streams a 200's body into the store: the server's zstd frame as it is when it sent
     /// one (`Content-Encoding: zstd`), else the PDF's bytes. A transfer the network breaks
     /// resumes with `Range` from the PDF offset reached (a broken frame goes on as plain
-    /// bytes: ranges are of the PDF). Returns the bytes that came over the network.
+    /// bytes: ranges are of the PDF). Returns the bytes that came over the network. The PDF
+    /// is committed with `layer`, or alone without one (a layer stored already).
     func ingest(
-        _ response: HTTPClientResponse, layer: LayerStage, files: DownloadFiles? = nil, resumes: Int = 0,
+        _ response: HTTPClientResponse, layer: LayerStage?, files: DownloadFiles? = nil, resumes: Int = 0,
         frameAllowed: Bool = true
     ) async throws -> Int64 {
         guard response.status == .ok else {
@@ -149,6 +150,17 @@ extension LayerDownload {
             // Checked and synced now, while the layer file may still be being written:
             // the commit then only renames and records.
             try await ingest.seal()
+            guard let layer else {
+                // The PDF alone: the layer is stored already.
+                try Failpoint.check("download.afterPDF")
+                try Task.checkCancellation()
+                do {
+                    _ = try await ingest.commit(tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+                } catch {
+                    throw Self.refusal(error)
+                }
+                return received
+            }
             let layerFile: (staged: StagedLayer, annotationCount: Int)
             do {
                 layerFile = try await stagedLayer(layer)
