@@ -90,6 +90,29 @@ struct FrameIngestTests {
         #expect(try scratch.store.pdf(tenant: Scratch.tenant, document: "d") == nil)
     }
 
+    /// Without the frame's length (a response without Content-Length), a small frame that
+    /// decompresses to far more than any PDF compresses from is refused as its bytes
+    /// arrive, not decompressed and hashed to the end.
+    @Test func aBombWithoutItsLengthIsRefusedAsItArrives() async throws {
+        let scratch = try Scratch()
+        let bomb = try frame(of: Data(count: 256 << 20))  // 256 MiB of zeros, a few KB of frame
+        #expect(bomb.count < 64 << 10)
+        let ingest = try scratch.store.beginPDFIngest(zstdFrame: true, expectedSize: nil, expectedHash: nil)
+        var refused: String?
+        do {
+            try append(bomb, to: ingest, split: 1_000)
+        } catch {
+            refused = (error as? StoreError)?.code
+        }
+        #expect(refused == "compression_failure")
+        #expect(scratch.tempFiles().isEmpty)
+        // A real PDF without its length still goes in.
+        let pdf = samplePDF(seed: 8, size: 300_000)
+        let plain = try scratch.store.beginPDFIngest(zstdFrame: true, expectedSize: nil, expectedHash: BlobHash.of(pdf))
+        try append(try frame(of: pdf), to: plain)
+        #expect(try await plain.commit(tenant: Scratch.tenant, document: "d").size == Int64(pdf.count))
+    }
+
     @Test func aBrokenFrameGoesOnAsPlainBytesFromThePDFOffsetReached() async throws {
         let scratch = try Scratch()
         let pdf = samplePDF(seed: 6, size: 2_000_000)

@@ -57,11 +57,20 @@ final class FrameWriter {
                 headerChecked = true
             }
             let limit = announced ?? Int64.max
+            // Without the frame's length (a response without Content-Length), the header's
+            // size cannot be bounded up front: what the bytes so far decompress to is,
+            // as they arrive, so a small frame announcing terabytes is refused at once
+            // rather than decompressed and hashed to the end.
+            let bound = expectedFrameSize == nil ? Self.largestContent(fromFrameBytes: written) : Int64.max
             try decoder.decompress(bytes) { (piece) throws(StoreError) in
                 size += Int64(piece.count)
                 // Never more than the header announced (itself bounded in checkHeader).
                 guard size <= limit else {
                     throw StoreError.compression(reason: "the zstd frame holds more than its header announces")
+                }
+                guard size <= bound else {
+                    throw StoreError.compression(
+                        reason: "\(written) bytes of zstd frame decompress to over \(bound): refused as a bomb")
                 }
                 hasher.update(bufferPointer: piece)
             }
@@ -105,9 +114,7 @@ final class FrameWriter {
                 reason: "the zstd frame does not record its content size and checksum as the store needs")
         }
         if let expectedFrameSize {
-            // Saturating: an absurd announced length must not overflow into a trap.
-            let (product, overflow) = max(0, expectedFrameSize).multipliedReportingOverflow(by: Self.maximumRatio)
-            let cap = overflow ? UInt64.max : UInt64(product) + (1 << 20)
+            let cap = UInt64(Self.largestContent(fromFrameBytes: expectedFrameSize))
             if contentSize > cap {
                 throw StoreError.compression(
                     reason: "the zstd frame announces \(contentSize) bytes from \(expectedFrameSize): refused as a bomb"
@@ -118,6 +125,14 @@ final class FrameWriter {
             throw StoreError.compression(reason: "the zstd frame announces \(contentSize) bytes")
         }
         return size
+    }
+
+    /// The most PDF bytes `frameBytes` of frame may hold: ``maximumRatio`` times as many,
+    /// plus 1 MiB (saturating: an absurd length must not overflow into a trap).
+    static func largestContent(fromFrameBytes frameBytes: Int64) -> Int64 {
+        let (product, overflow) = max(0, frameBytes).multipliedReportingOverflow(by: maximumRatio)
+        let (sum, overflowAgain) = product.addingReportingOverflow(1 << 20)
+        return overflow || overflowAgain ? Int64.max : sum
     }
 
     /// The PDF size the frame's header announces, once the header has arrived.
