@@ -40,4 +40,19 @@ import Testing
         #expect(try scratch.store.attachIntactPDF(first.sha256, tenant: Scratch.tenant, document: "d2"))
         #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant) == .ask)
     }
+
+    /// A download's attach of a stored PDF, asked after the app removed the document: it
+    /// changes nothing, rather than bring the document back as a cache entry.
+    @Test func anAttachWithdrawnMeanwhileChangesNothing() throws {
+        let scratch = try Scratch()
+        defer { scratch.store.close() }
+        let stored = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d1", from: scratch.file(samplePDF(seed: 1)))
+        #expect {
+            try scratch.store.attachIntactPDF(stored.sha256, tenant: Scratch.other, document: "x") { true }
+        } throws: { ($0 as? StoreError)?.code == "layer_removed" }
+        #expect(try scratch.store.cacheEntries(tenant: Scratch.other).isEmpty)
+        #expect(try scratch.store.attachIntactPDF(stored.sha256, tenant: Scratch.other, document: "x") { false })
+        #expect(try scratch.store.cacheEntries(tenant: Scratch.other).map(\.documentIdentifier) == ["x"])
+    }
 }

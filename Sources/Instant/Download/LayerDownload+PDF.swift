@@ -51,14 +51,22 @@ extension LayerDownload {
                 // this server, by whether a GET follows, that the store holds it.
                 throw InstantError(.invalidServerData, "the server answered 304 for a PDF that was not asked about")
             }
-            if let hash = Self.etag(probe), try store.attachIntactPDF(hash, tenant: tenant, document: document) {
-                return .stored(hash)
-            }
+            if let hash = Self.etag(probe), try attach(hash) { return .stored(hash) }
             let response = try await api.pdf(
                 document: document, jwt: jwt.token, ifNoneMatch: nil, from: nil, zstd: true)
             return try coming(response)
         }
         return try coming(probe)
+    }
+
+    /// Points the document at the stored PDF `hash`, unless the app removed what this
+    /// download is for meanwhile (that removal must not be undone).
+    private func attach(_ hash: BlobHash) throws -> Bool {
+        do {
+            return try store.attachIntactPDF(hash, tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+        } catch {
+            throw Self.refusal(error)
+        }
     }
 
     /// A 200 with the PDF's hash in its ETag, its body not read yet.
@@ -185,6 +193,11 @@ extension LayerDownload {
                 // A frame the store cannot keep as it is (no content size or checksum in
                 // its header): ask for the plain PDF, which the store compresses itself.
                 let plain = try await requestPDF(from: nil, zstd: false, afterBreak: resumes, waitFirst: false)
+                // The same PDF, or the layer staged for this one would be committed with another.
+                guard Self.etag(plain) == hash else {
+                    throw InstantError(
+                        .invalidServerData, "the PDF changed on the server during the download: download again")
+                }
                 return received + (try await self.ingest(plain, layer: layer, resumes: resumes, frameAllowed: false))
             }
             throw error

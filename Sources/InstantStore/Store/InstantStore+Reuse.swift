@@ -33,9 +33,16 @@ extension InstantStore {
     ///     // download it
     /// }
     /// ```
-    public func attachIntactPDF(_ hash: BlobHash, tenant: TenantURL, document: String) throws(StoreError) -> Bool {
+    ///
+    /// `withdrawn`, when given, is asked inside the transaction: when it answers true (the
+    /// app removed what the download was for meanwhile), nothing changes and the call throws
+    /// `layerRemoved`, rather than bring the removed document back.
+    public func attachIntactPDF(
+        _ hash: BlobHash, tenant: TenantURL, document: String, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) throws(StoreError) -> Bool {
         try Identifier.validate(document, what: "document identifier")
         return try catalog.write { db in
+            try Self.refuseIfWithdrawn(withdrawn, document: document, layer: "")
             guard try BlobRecord.exists(db, key: hash.hex), try !Self.isFlagged(hash.hex, in: db) else { return false }
             let row = try self.catalog.documentRow(tenant, document, in: db)
             if row.blobSha256 == hash.hex { return !row.corrupt }
