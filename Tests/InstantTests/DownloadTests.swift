@@ -228,6 +228,25 @@ import Testing
         }
     }
 
+    /// After removeLocalStorage() the layer may be downloaded for another user, or for none:
+    /// the descriptor's userID follows the JWT that downloaded it.
+    @Test func theUserOfADownloadAfterARemovalIsTheNewJWTs() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc", user: "ana")
+            #expect(descriptor.userID == "ana")
+            try descriptor.removeLocalStorage()
+            try await descriptor.download(usingJWT: try await h.server.token(document: "doc", user: nil)).result()
+            #expect(descriptor.userID == nil)
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            let stored = try store.localDescriptor(
+                tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            #expect(stored != nil && stored?.userID == nil)
+        }
+    }
+
     /// Without a write in between: the handle kept open still reads the unlinked file, which
     /// holds the discarded change. It must not be shown, counted, nor sent.
     @Test func aLayerAnotherProcessRemovedIsNeitherShownNorSynced() async throws {

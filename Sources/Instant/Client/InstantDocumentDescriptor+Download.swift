@@ -65,7 +65,9 @@ extension InstantDocumentDescriptor {
             if state.invalidated { return nil }
             if let running = state.download { return (running, false) }
             state.jwt = jwt
-            if let user = jwt.userID { state.userID = user }
+            // A new download is this JWT's user's, with or without one (a removal may have
+            // taken the layer of the user named before); a stored layer keeps its own.
+            if !pdfOnly || jwt.userID != nil { state.userID = jwt.userID }
             var download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
                 jwt: jwt, progress: progress, retryPolicy: client.retryPolicy,
