@@ -83,6 +83,57 @@ import Testing
         }
     }
 
+    /// removeLocalStorage() ends the layer's long poll too (network work of the removed
+    /// layer): a server change after it starts no sync of nothing; listening goes on once
+    /// the layer is downloaded again.
+    @Test func aRemovalEndsTheLongPollAndADownloadResumesIt() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            descriptor.startListeningForServerChanges()
+            defer { descriptor.stopListeningForServerChanges() }
+            try await Task.sleep(for: .milliseconds(200))
+            try descriptor.removeLocalStorage()
+            try await Task.sleep(for: .milliseconds(100))
+            let before = await log.events.count
+            let input = JSONValue.object(["annotations": .array([AnnotationInput(id: "s", content: note("s")).json])])
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/annotations", json: String(decoding: input.jsonData(), as: UTF8.self)
+                ).status < 300)
+            try await Task.sleep(for: .milliseconds(500))
+            let after = await log.events.dropFirst(before)
+            #expect(
+                !after.contains {
+                    switch $0 {
+                    case .didBeginSync, .didFailSync: true
+                    default: false
+                    }
+                }, "\(after)")
+            #expect(descriptor.documentState == .unknown)
+            // Downloaded again: listening resumes, and the next server change arrives.
+            try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
+            #expect(try descriptor.editableDocument.annotations().map(\.id) == ["s"])
+            try await Task.sleep(for: .milliseconds(200))
+            let more = JSONValue.object(["annotations": .array([AnnotationInput(id: "t", content: note("t")).json])])
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/annotations", json: String(decoding: more.jsonData(), as: UTF8.self)
+                ).status < 300)
+            try await log.wait("the change after the new download") { events in
+                events.contains {
+                    if case .didReceiveChanges(_, let changes) = $0 {
+                        changes.contains { $0.annotationID == "t" }
+                    } else {
+                        false
+                    }
+                }
+            }
+        }
+    }
+
     /// A listening client that loses the server says so once, keeps trying, and syncs
     /// when the server answers again (catching up on what it missed).
     @Test func listeningReportsAnOutageOnceAndSyncsAfterIt() async throws {

@@ -105,7 +105,12 @@ extension InstantDocumentDescriptor {
         }
         download?.cancel()
         let engine = engine
-        Task { await engine.stopSyncing(cancelCurrentRequest: true) }
+        let removal = removals.load(ordering: .sequentiallyConsistent)
+        Task {
+            await engine.stopSyncing(cancelCurrentRequest: true)
+            // Its long poll is network work of the removed layer too.
+            await engine.pauseListening(removal: removal)
+        }
         closeLayer()
         do {
             try client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)

@@ -22,6 +22,15 @@ extension SyncEngine {
         }
     }
 
+    /// The layer went away (removeLocalStorage(), the removal numbered `removal`): a listen
+    /// loop begun before it ends now, its long poll cancelled; listening resumes, if anyone
+    /// still listens, once the layer is downloaded again (a loop begun since is left).
+    func pauseListening(removal: Int) {
+        guard listeningSinceRemoval < removal else { return }
+        listening?.cancel()
+        listening = nil
+    }
+
     /// Listening resumes after a new JWT, if anyone still listens.
     func resumeListening() {
         if listeners > 0 && listening == nil { beginListening() }
@@ -30,7 +39,9 @@ extension SyncEngine {
     private func beginListening() {
         listenGeneration += 1
         let generation = listenGeneration
-        listening = Task { await self.listenLoop(generation) }
+        let removals = descriptor?.removals.load(ordering: .sequentiallyConsistent) ?? 0
+        listeningSinceRemoval = removals
+        listening = Task { await self.listenLoop(generation, removals: removals) }
     }
 
     /// Ends this loop's turn: its handle is cleared only if it is still the current loop.
@@ -38,12 +49,18 @@ extension SyncEngine {
         if generation == listenGeneration { listening = nil }
     }
 
-    private func listenLoop(_ generation: Int) async {
+    private func listenLoop(_ generation: Int, removals: Int) async {
         var failures = 0
         // The server could not be reached: reported once, and a sync follows the outage.
         var outage = false
         while !Task.isCancelled {
             guard let descriptor, let client = descriptor.client else { return }
+            // The layer was removed (while the poll was out, say): nothing to listen for or
+            // sync; listening goes on once it is downloaded again (resumeListening).
+            guard descriptor.removals.load(ordering: .sequentiallyConsistent) == removals else {
+                endListening(generation)
+                return
+            }
             guard let jwt = descriptor.jwt?.token, !awaitingAuthentication else {
                 // The failed sync reported it; listening starts again after a successful
                 // reauthentication (resumeListening).
@@ -81,7 +98,10 @@ extension SyncEngine {
                     for: client.retryPolicy.delay(attempt: failures, retryAfter: failure.retryAfter))
                 continue
             }
-            guard changed && !Task.isCancelled else { continue }
+            // (A removal meanwhile ends the loop at its top, without a sync.)
+            guard changed && !Task.isCancelled,
+                descriptor.removals.load(ordering: .sequentiallyConsistent) == removals
+            else { continue }
             do {
                 try await sync()
             } catch {

@@ -41,6 +41,8 @@ actor SyncEngine {
     var listeners = 0
     var listening: Task<Void, Never>?
     var listenGeneration = 0
+    /// The descriptor's removal count when the current listen loop began.
+    var listeningSinceRemoval = 0
 
     init(api: ServerAPI) {
         self.api = api
