@@ -83,6 +83,37 @@ import Testing
         }
     }
 
+    /// Starts and stops made one after the other, from outside any actor, may reach the
+    /// engine in either order: balanced, they must leave nothing listening.
+    @Test func balancedStartsAndStopsLeaveNothingListening() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try await h.downloaded(client, "doc")
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        for _ in 0..<100 {
+                            descriptor.startListeningForServerChanges()
+                            descriptor.stopListeningForServerChanges()
+                        }
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let before = await log.events.count
+            let input = JSONValue.object(["annotations": .array([AnnotationInput(id: "s", content: note("s")).json])])
+            #expect(
+                try await h.server.api(
+                    .POST, "/documents/doc/annotations", json: String(decoding: input.jsonData(), as: UTF8.self)
+                ).status < 300)
+            try await Task.sleep(for: .milliseconds(700))
+            let after = await log.events.dropFirst(before)
+            #expect(!after.contains { if case .didBeginSync = $0 { true } else { false } }, "a poll was left running")
+        }
+    }
+
     /// removeLocalStorage() ends the layer's long poll too (network work of the removed
     /// layer): a server change after it starts no sync of nothing; listening goes on once
     /// the layer is downloaded again.

@@ -24,14 +24,17 @@ extension InstantDocumentDescriptor {
     /// Listens for server changes and syncs when one happens. Balanced: each call needs
     /// a ``stopListeningForServerChanges()``.
     public func startListeningForServerChanges() {
+        listenRequests.withLock { $0 += 1 }
         let engine = engine
-        Task { await engine.startListening() }
+        Task { await engine.followListenRequests() }
     }
 
-    /// Undoes one ``startListeningForServerChanges()``; the last one stops listening.
+    /// Undoes one ``startListeningForServerChanges()``; the last one stops listening. (One
+    /// more than the starts does nothing.)
     public func stopListeningForServerChanges() {
+        listenRequests.withLock { $0 = max(0, $0 - 1) }
         let engine = engine
-        Task { await engine.stopListening() }
+        Task { await engine.followListenRequests() }
     }
 
     /// Gives the descriptor a new JWT (after `didFailAuthentication`, or after a restart).

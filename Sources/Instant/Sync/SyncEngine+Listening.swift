@@ -8,15 +8,16 @@ extension SyncEngine {
     /// The long poll's wait, in seconds (the server caps it).
     static let listenTimeout = 30
 
-    func startListening() {
-        listeners += 1
-        if listeners == 1 { beginListening() }
-    }
-
-    func stopListening() {
-        guard listeners > 0 else { return }
-        listeners -= 1
-        if listeners == 0 {
+    /// Listens while the descriptor's starts outnumber its stops. They are counted by the
+    /// descriptor in the order the app made them, and this follows the count whenever it
+    /// runs: the tasks that ask it may arrive in any order, and a start and a stop made one
+    /// after the other must never leave a poll running.
+    func followListenRequests() {
+        guard let descriptor else { return }
+        listeners = descriptor.listenRequests.withLock { $0 }
+        if listeners > 0 {
+            if listening == nil { beginListening() }
+        } else {
             listening?.cancel()
             listening = nil
         }
