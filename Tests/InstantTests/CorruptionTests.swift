@@ -125,4 +125,36 @@ struct CorruptionTests {
             #expect(again?.code == .alreadyDownloaded)
         }
     }
+
+    /// A download of the PDF alone commits it only while its layer is still stored: one
+    /// removed meanwhile (here by another process) fails the download, and the document
+    /// is not brought back.
+    @Test func thePDFAloneIsNotCommittedForALayerRemovedMeanwhile() async throws {
+        try await ClientHarness.with { h in
+            let pdf = incompressiblePDF(200_000)
+            try await h.server.upload("doc", pdf)
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("unsynced", id: "kept"))
+            let blobs = files(h.root, under: "blobs")
+            try #require(blobs.count == 1)
+            var bytes = try Data(contentsOf: blobs[0])
+            bytes[bytes.count / 2] ^= 0x01
+            try bytes.write(to: blobs[0])
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            _ = try store.verify(VerifyOptions(deep: true, repair: true))
+            h.proxy.holdNextRequest(to: "GET /i/v1/documents/doc/pdf")
+            let download = try descriptor.download(usingJWT: try await h.jwt("doc"))
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            // What `instantctl rm` does meanwhile.
+            let tenant = try TenantURL(h.proxy.url.absoluteString)
+            _ = try store.removeDocument(tenant: tenant, document: "doc")
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: download)?.code == .requestFailed)
+            #expect(try store.cacheEntries(tenant: tenant).isEmpty, "the removed document came back")
+            #expect(descriptor.documentState == .unknown)
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
+    }
 }

@@ -33,32 +33,37 @@ extension InstantDocumentDescriptor {
         } else {
             jwt = try InstantJWT(parsing: token)
         }
+        // Taken before the store is read: a removal counted from here on withdraws this
+        // download, whatever the reads below saw.
+        let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
         // One look at the store for both checks; it runs before every download. A store
         // that cannot be read fails the download rather than skip the user's check.
         let stored = mutable.withLock { $0.invalidated } ? nil : try client.localDescriptor(identifier, layerName)
         try check(jwt, stored: stored)
         // A layer stored and intact whose PDF is not (a repair moved it to quarantine, a
         // reader found it corrupt): the PDF alone is fetched, the layer and its pending
-        // changes stay. Anything else stored is downloaded already.
-        var pdfOnly = false
+        // changes stay. Anything else stored is downloaded already; a layer removed since
+        // the look above is downloaded whole.
+        var storedLayerKey: String?
         if let stored {
+            let need: (key: String, needsPDF: Bool)?
             do {
-                pdfOnly = try client.store.layerNeedsItsPDF(
-                    tenant: client.tenant, document: identifier, layer: layerName)
+                need = try client.store.storedLayerNeed(tenant: client.tenant, document: identifier, layer: layerName)
             } catch {
                 throw InstantError(error)
             }
-            guard pdfOnly else {
-                throw InstantError(
-                    .alreadyDownloaded,
-                    stored.isCorrupted
-                        ? "\(self) is stored but corrupt: remove its local storage, then download it again"
-                        : "\(self) is downloaded already")
+            if let need {
+                guard need.needsPDF else {
+                    throw InstantError(
+                        .alreadyDownloaded,
+                        stored.isCorrupted
+                            ? "\(self) is stored but corrupt: remove its local storage, then download it again"
+                            : "\(self) is downloaded already")
+                }
+                storedLayerKey = need.key
             }
         }
         let progress = Progress(totalUnitCount: -1)
-        // Taken before the lock: a removal counted from here on withdraws this download.
-        let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
         let started = mutable.withLock { state -> (InstantOperation, Bool)? in
             // An invalid descriptor is no longer its client's: a removal by the client
             // would neither count nor cancel a download of it.
@@ -67,7 +72,7 @@ extension InstantDocumentDescriptor {
             state.jwt = jwt
             // A new download is this JWT's user's, with or without one (a removal may have
             // taken the layer of the user named before); a stored layer keeps its own.
-            if !pdfOnly || jwt.userID != nil { state.userID = jwt.userID }
+            if storedLayerKey == nil || jwt.userID != nil { state.userID = jwt.userID }
             var download = LayerDownload(
                 api: client.api, store: client.store, tenant: client.tenant, document: identifier, layer: layerName,
                 jwt: jwt, progress: progress, retryPolicy: client.retryPolicy,
@@ -76,7 +81,7 @@ extension InstantDocumentDescriptor {
                     // write transaction.
                     self.map { $0.removals.load(ordering: .sequentiallyConsistent) != removalsAtStart } ?? true
                 })
-            download.pdfOnly = pdfOnly
+            download.storedLayerKey = storedLayerKey
             let operation = InstantOperation(task: Task { await self.runDownload(download) })
             state.download = operation
             state.progress = progress

@@ -108,19 +108,19 @@ extension InstantDocumentDescriptor {
         }
         download?.cancel()
         let engine = engine
-        let removal = removals.load(ordering: .sequentiallyConsistent)
-        Task {
-            await engine.stopSyncing(cancelCurrentRequest: true)
-            // Its long poll is network work of the removed layer too.
-            await engine.pauseListening(removal: removal)
-        }
+        Task { await engine.stopSyncing(cancelCurrentRequest: true) }
         closeLayer()
         do {
             try client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)
         } catch .noSuchLayer {
             // Nothing stored.
         } catch {
+            // Still stored: listening (if asked for) goes on.
             throw InstantError(error)
         }
+        // Its long poll is network work of the removed layer too; listening resumes, if
+        // still asked for, once the layer is downloaded again.
+        let removal = layerRemovals.add(1, ordering: .sequentiallyConsistent).newValue
+        Task { await engine.pauseListening(removal: removal) }
     }
 }

@@ -42,6 +42,9 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// commit reads it inside the catalog's write transaction, and a thread holding
     /// `mutable` may wait for that transaction.
     let removals = Atomic<Int>(0)
+    /// Removals of this layer by ``removeLocalStorage()`` that succeeded: a listen loop
+    /// begun before the last one has nothing to listen for.
+    let layerRemovals = Atomic<Int>(0)
     /// Starts of listening not yet undone by a stop, counted in the order the app made
     /// them (``SyncEngine/followListenRequests()``).
     let listenRequests = Mutex(0)

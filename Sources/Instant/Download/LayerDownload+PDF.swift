@@ -86,7 +86,8 @@ extension LayerDownload {
     /// bytes: ranges are of the PDF). Returns the bytes that came over the network. The PDF
     /// is committed with `layer`, or alone without one (a layer stored already).
     func ingest(
-        _ response: HTTPClientResponse, layer: LayerStage?, files: DownloadFiles? = nil, resumes: Int = 0,
+        _ response: HTTPClientResponse, layer: LayerStage?, layerKey: String? = nil, files: DownloadFiles? = nil,
+        resumes: Int = 0,
         frameAllowed: Bool = true
     ) async throws -> Int64 {
         guard response.status == .ok else {
@@ -134,7 +135,8 @@ extension LayerDownload {
                             throw InstantError(
                                 .invalidServerData, "the PDF changed on the server during the download: download again")
                         }
-                        return received + (try await self.ingest(again, layer: layer, resumes: resumes))
+                        return received
+                            + (try await self.ingest(again, layer: layer, layerKey: layerKey, resumes: resumes))
                     }
                     if ingest.isFrame {
                         length = try await ingest.continueWithPlainBytes()
@@ -159,11 +161,17 @@ extension LayerDownload {
             // the commit then only renames and records.
             try await ingest.seal()
             guard let layer else {
-                // The PDF alone: the layer is stored already.
+                // The PDF alone: the layer is stored already, and must still be.
                 try Failpoint.check("download.afterPDF")
                 try Task.checkCancellation()
                 do {
-                    _ = try await ingest.commit(tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+                    if let layerKey {
+                        _ = try await ingest.commit(
+                            forStoredLayer: layerKey, tenant: tenant, document: document, layer: self.layer,
+                            unlessWithdrawn: withdrawn)
+                    } else {
+                        _ = try await ingest.commit(tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+                    }
                 } catch {
                     throw Self.refusal(error)
                 }
@@ -198,7 +206,9 @@ extension LayerDownload {
                     throw InstantError(
                         .invalidServerData, "the PDF changed on the server during the download: download again")
                 }
-                return received + (try await self.ingest(plain, layer: layer, resumes: resumes, frameAllowed: false))
+                return received
+                    + (try await self.ingest(
+                        plain, layer: layer, layerKey: layerKey, resumes: resumes, frameAllowed: false))
             }
             throw error
         }

@@ -26,10 +26,11 @@ struct LayerDownload {
     /// document, or the client's storage): asked inside the commit's transaction, so a
     /// removal that came first is never undone by the commit.
     let withdrawn: @Sendable () -> Bool
-    /// The layer is stored and intact, its document's PDF is not (moved to quarantine by a
-    /// repair, or flagged corrupt): the PDF alone is fetched, and the layer, with its
-    /// pending changes, stays as it is.
-    var pdfOnly = false
+    /// The key of the layer when it is stored and intact and its document's PDF is not
+    /// (moved to quarantine by a repair, or flagged corrupt): the PDF alone is fetched,
+    /// committed only while that layer is still stored, and the layer, with its pending
+    /// changes, stays as it is.
+    var storedLayerKey: String?
     /// How many times a broken transfer is resumed before the download fails.
     var maxResumes = 5
     /// How many times each request to resume is tried again while the server does not
@@ -82,7 +83,7 @@ struct LayerDownload {
     }
 
     private func runOnce(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
-        if pdfOnly { return try await runPDFOnly(files: files) }
+        if let key = storedLayerKey { return try await runPDFOnly(layerKey: key, files: files) }
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
         // known, the layer file is written (its fsync started) while the PDF's bytes stream in.
         let snapshotTask = Task { try await fetchSnapshot() }
@@ -109,16 +110,19 @@ struct LayerDownload {
     /// The PDF alone, for a layer stored already: from the store when it holds those bytes
     /// (another document's, or another server's), else over the network, committed for the
     /// document; the layer file is not touched.
-    private func runPDFOnly(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
+    private func runPDFOnly(layerKey: String, files: Task<DownloadFiles, any Error>) async throws
+        -> InstantDownloadReport
+    {
+        // Counted before: once the PDF is committed, a failure to read the count must not
+        // turn the download into a failed one.
+        let annotations = try store.localDescriptor(tenant: tenant, document: document, layer: layer)?.annotationCount
         var transferred: Int64 = 0
         // (`.stored`: attached to the document already, by the 304 that named it.)
         if case .coming(let response, _) = try await startPDF() {
-            transferred = try await ingest(response, layer: nil, files: try await files.value)
+            transferred = try await ingest(response, layer: nil, layerKey: layerKey, files: try await files.value)
         }
         progress.completedUnitCount = progress.totalUnitCount
-        let stored = try store.localDescriptor(tenant: tenant, document: document, layer: layer)
-        return InstantDownloadReport(
-            pdfBytesTransferred: transferred, annotationCount: Int(stored?.annotationCount ?? 0))
+        return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: Int(annotations ?? 0))
     }
 
     /// Commits the layer with its PDF, once both are in; returns the PDF bytes moved.
@@ -151,7 +155,11 @@ struct LayerDownload {
     static func refusal(_ error: any Error) -> any Error {
         switch error as? StoreError {
         case .layerAlreadyExists?: InstantError(.alreadyDownloaded, "another process downloaded this layer meanwhile")
-        case .layerRemoved?: InstantError(.requestFailed, "the download was cancelled by removeLocalStorage()")
+        case .layerRemoved?:
+            InstantError(
+                .requestFailed,
+                "the download was withdrawn: its layer or document was removed meanwhile (removeLocalStorage(), or instantctl rm)"
+            )
         default: error
         }
     }

@@ -32,15 +32,20 @@ extension SyncEngine {
         listening = nil
     }
 
-    /// Listening resumes after a new JWT, if anyone still listens.
+    /// Listening resumes after a new JWT or a download, if anyone still listens. A loop
+    /// begun before the layer's last removal (whose pause has not come yet) is replaced.
     func resumeListening() {
-        if listeners > 0 && listening == nil { beginListening() }
+        guard listeners > 0 else { return }
+        let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
+        if listening != nil && listeningSinceRemoval == removals { return }
+        listening?.cancel()
+        beginListening()
     }
 
     private func beginListening() {
         listenGeneration += 1
         let generation = listenGeneration
-        let removals = descriptor?.removals.load(ordering: .sequentiallyConsistent) ?? 0
+        let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
         listeningSinceRemoval = removals
         listening = Task { await self.listenLoop(generation, removals: removals) }
     }
@@ -58,7 +63,7 @@ extension SyncEngine {
             guard let descriptor, let client = descriptor.client else { return }
             // The layer was removed (while the poll was out, say): nothing to listen for or
             // sync; listening goes on once it is downloaded again (resumeListening).
-            guard descriptor.removals.load(ordering: .sequentiallyConsistent) == removals else {
+            guard descriptor.layerRemovals.load(ordering: .sequentiallyConsistent) == removals else {
                 endListening(generation)
                 return
             }
@@ -101,7 +106,7 @@ extension SyncEngine {
             }
             // (A removal meanwhile ends the loop at its top, without a sync.)
             guard changed && !Task.isCancelled,
-                descriptor.removals.load(ordering: .sequentiallyConsistent) == removals
+                descriptor.layerRemovals.load(ordering: .sequentiallyConsistent) == removals
             else { continue }
             do {
                 try await sync()

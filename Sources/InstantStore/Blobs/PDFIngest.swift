@@ -116,6 +116,19 @@ public final class PDFIngest: @unchecked Sendable {
         return try await finish(tenant: tenant, document: document, layer: nil, withdrawn: withdrawn)
     }
 
+    /// Checks the bytes (length, hash, frame) and makes the PDF the document's, for its
+    /// layer stored already under `key` (a download of that layer's PDF alone): only while
+    /// that layer is still stored. A removal of it meanwhile, by this process or another,
+    /// leaves nothing committed (no document brought back) and throws `layerRemoved`.
+    /// `withdrawn`: as for ``commit(with:unlessWithdrawn:)``.
+    public func commit(
+        forStoredLayer key: String, tenant: TenantURL, document: String, layer: String,
+        unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+    ) async throws -> StoredPDF {
+        try await finish(
+            tenant: tenant, document: document, layer: nil, withdrawn: withdrawn, requiring: (key, layer))
+    }
+
     /// Checks the bytes (length, hash, frame) and makes the PDF the document's, and the
     /// staged layer one of its layers, in one catalog transaction: a download's last step.
     /// On any error neither is committed. (A failure after the files were renamed into
@@ -162,7 +175,8 @@ public final class PDFIngest: @unchecked Sendable {
     }
 
     private func finish(
-        tenant: TenantURL, document: String, layer: StagedLayer?, withdrawn: (@Sendable () -> Bool)?
+        tenant: TenantURL, document: String, layer: StagedLayer?, withdrawn: (@Sendable () -> Bool)?,
+        requiring storedLayer: (key: String, name: String)? = nil
     ) async throws -> StoredPDF {
         let (store, expectedHash) = (self.store, self.expectedHash)
         let handoff = Handoff((mode, sealed))
@@ -172,7 +186,8 @@ public final class PDFIngest: @unchecked Sendable {
             let (mode, sealed) = handoff.value
             let staged = try sealed ?? Self.finish(mode, expectedHash: expectedHash)
             return try store.commit(
-                staged, tenant: tenant, document: document, layer: layer, unlessWithdrawn: withdrawn)
+                staged, tenant: tenant, document: document, layer: layer, requiring: storedLayer,
+                unlessWithdrawn: withdrawn)
         }
         ended = true
         return stored

@@ -84,6 +84,7 @@ extension InstantStore {
     /// renamed in `tmp/`, which keeps that name until the transaction has committed.
     func commit(
         _ staged: StagedBlob, tenant: TenantURL, document: String, layer: StagedLayer? = nil,
+        requiring storedLayer: (key: String, name: String)? = nil,
         unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> StoredPDF {
         let hash = staged.hash
@@ -121,6 +122,10 @@ extension InstantStore {
         let durability: Catalog.Durability = isOrigin ? .synced : .deferred
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
+            // The PDF of a layer stored already: only while that layer still is.
+            if let storedLayer, try !self.catalog.hasLayer(key: storedLayer.key, in: db) {
+                throw StoreError.layerRemoved(document: document, layer: storedLayer.name)
+            }
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both. (A sealed blob's fsync is under way already: it is waited for
             // after the rename, beside the directories' fsyncs.)

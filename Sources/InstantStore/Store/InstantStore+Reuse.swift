@@ -53,22 +53,25 @@ extension InstantStore {
         }
     }
 
-    /// Whether `layer` of `document` is stored and intact while its document's PDF is not
-    /// (never downloaded with it, moved to quarantine by a repair, or flagged corrupt by a
-    /// reader): then a download fetches the PDF alone, and the layer, with its pending
-    /// changes, stays as it is.
-    public func layerNeedsItsPDF(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> Bool {
+    /// A stored layer's file key, and whether the layer is intact while its document's PDF
+    /// is not (never downloaded with it, moved to quarantine by a repair, or flagged corrupt
+    /// by a reader): then a download fetches the PDF alone (committed with
+    /// ``PDFIngest/commit(forStoredLayer:tenant:document:layer:unlessWithdrawn:)``), and the
+    /// layer, with its pending changes, stays as it is. Nil when the layer is not stored.
+    public func storedLayerNeed(tenant: TenantURL, document: String, layer: String) throws(StoreError) -> (
+        key: String, needsPDF: Bool
+    )? {
         try catalog.read { db in
             try db.firstRow(
                 """
-                SELECT NOT layer.corrupt AND (document.blobSha256 IS NULL OR document.corrupt
+                SELECT layer.key, NOT layer.corrupt AND (document.blobSha256 IS NULL OR document.corrupt
                        OR NOT EXISTS (SELECT 1 FROM blob WHERE blob.sha256 = document.blobSha256))
                 FROM tenant
                 JOIN document ON document.tenantId = tenant.id AND document.identifier = ?
                 JOIN layer ON layer.documentId = document.id AND layer.name = ?
                 WHERE tenant.url = ?
                 """, .blob(document.storedBytes), .blob(layer.storedBytes), .text(tenant.string)
-            ) { row in row.bool(0) } ?? false
+            ) { row in (key: row.string(0), needsPDF: row.bool(1)) }
         }
     }
 
