@@ -72,6 +72,17 @@ struct ClientHarness: Sendable {
         return stored
     }
 
+    /// Another writer's annotations (`ids`, notes of their own text), created on the
+    /// server's default layer of `document` through the backend API.
+    func createOnServer(_ ids: [String], in document: String = "doc") async throws {
+        let inputs = ids.map { AnnotationInput(id: $0, content: note("server \($0)")).json }
+        let body = JSONValue.object(["annotations": .array(inputs)])
+        let reply = try await server.api(
+            .POST, "/documents/\(PathEncoding.encode(document))/annotations",
+            json: String(decoding: body.jsonData(), as: UTF8.self))
+        #expect(reply.status < 300)
+    }
+
     /// The server's annotations of a layer, through the backend API.
     func serverAnnotations(_ document: String, layer: String = "") async throws -> [AnnotationRecord] {
         let path =

@@ -62,18 +62,36 @@ struct CorruptionTests {
         }
     }
 
+    /// "doc" downloaded (its client, which the descriptor needs alive, and its PDF), with
+    /// an unsynced change ("kept"), then a byte of its PDF flipped.
+    private func downloadedWithAChangeOverADamagedPDF(_ h: ClientHarness) async throws -> (
+        InstantClient, InstantDocumentDescriptor, Data
+    ) {
+        let pdf = incompressiblePDF(200_000)
+        try await h.server.upload("doc", pdf)
+        let client = try h.client()
+        let descriptor = try await h.downloaded(client, "doc")
+        try descriptor.editableDocument.add(note("unsynced", id: "kept"))
+        try flipAByteOfTheOnlyPDF(h.root)
+        return (client, descriptor, pdf)
+    }
+
+    /// One flipped byte in the middle of the one stored frame.
+    private func flipAByteOfTheOnlyPDF(_ root: URL) throws {
+        let blobs = files(root, under: "blobs")
+        try #require(blobs.count == 1)
+        var bytes = try Data(contentsOf: blobs[0])
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: blobs[0])
+    }
+
     @Test func aCorruptPDFFoundByVerifyReadsInvalidAndIsFetchedAgain() async throws {
         try await ClientHarness.with { h in
             let pdf = incompressiblePDF(200_000)
             try await h.server.upload("doc", pdf)
             let client = try h.client()
             let descriptor = try await h.downloaded(client, "doc")
-            let blobs = files(h.root, under: "blobs")
-            try #require(blobs.count == 1)
-            // One flipped byte in the middle of the stored frame.
-            var bytes = try Data(contentsOf: blobs[0])
-            bytes[bytes.count / 2] ^= 0x01
-            try bytes.write(to: blobs[0])
+            try flipAByteOfTheOnlyPDF(h.root)
             // What `instantctl verify --deep` does, from another store handle.
             let store = try InstantStore(root: h.root)
             #expect(try !store.verify(VerifyOptions(deep: true)).isClean)
@@ -94,16 +112,8 @@ struct CorruptionTests {
     @Test(arguments: [false, true])
     func aDamagedPDFUnderPendingChangesIsFetchedAloneAndTheChangesSurvive(repair: Bool) async throws {
         try await ClientHarness.with { h in
-            let pdf = incompressiblePDF(200_000)
-            try await h.server.upload("doc", pdf)
-            let client = try h.client()
-            let descriptor = try await h.downloaded(client, "doc")
-            try descriptor.editableDocument.add(note("unsynced", id: "kept"))
-            let blobs = files(h.root, under: "blobs")
-            try #require(blobs.count == 1)
-            var bytes = try Data(contentsOf: blobs[0])
-            bytes[bytes.count / 2] ^= 0x01
-            try bytes.write(to: blobs[0])
+            let (client, descriptor, pdf) = try await downloadedWithAChangeOverADamagedPDF(h)
+            defer { withExtendedLifetime(client) {} }
             // What `instantctl verify --deep [--repair]` does, from another store handle.
             let store = try InstantStore(root: h.root)
             _ = try store.verify(VerifyOptions(deep: true, repair: repair))
@@ -131,16 +141,8 @@ struct CorruptionTests {
     /// is not brought back.
     @Test func thePDFAloneIsNotCommittedForALayerRemovedMeanwhile() async throws {
         try await ClientHarness.with { h in
-            let pdf = incompressiblePDF(200_000)
-            try await h.server.upload("doc", pdf)
-            let client = try h.client()
-            let descriptor = try await h.downloaded(client, "doc")
-            try descriptor.editableDocument.add(note("unsynced", id: "kept"))
-            let blobs = files(h.root, under: "blobs")
-            try #require(blobs.count == 1)
-            var bytes = try Data(contentsOf: blobs[0])
-            bytes[bytes.count / 2] ^= 0x01
-            try bytes.write(to: blobs[0])
+            let (client, descriptor, _) = try await downloadedWithAChangeOverADamagedPDF(h)
+            defer { withExtendedLifetime(client) {} }
             let store = try InstantStore(root: h.root)
             defer { store.close() }
             _ = try store.verify(VerifyOptions(deep: true, repair: true))

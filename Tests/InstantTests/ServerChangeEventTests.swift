@@ -103,11 +103,7 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(500))
             let before = await log.events.count
-            let input = JSONValue.object(["annotations": .array([AnnotationInput(id: "s", content: note("s")).json])])
-            #expect(
-                try await h.server.api(
-                    .POST, "/documents/doc/annotations", json: String(decoding: input.jsonData(), as: UTF8.self)
-                ).status < 300)
+            try await h.createOnServer(["s"])
             try await Task.sleep(for: .milliseconds(700))
             let after = await log.events.dropFirst(before)
             #expect(!after.contains { if case .didBeginSync = $0 { true } else { false } }, "a poll was left running")
@@ -129,11 +125,7 @@ import Testing
             try descriptor.removeLocalStorage()
             try await Task.sleep(for: .milliseconds(100))
             let before = await log.events.count
-            let input = JSONValue.object(["annotations": .array([AnnotationInput(id: "s", content: note("s")).json])])
-            #expect(
-                try await h.server.api(
-                    .POST, "/documents/doc/annotations", json: String(decoding: input.jsonData(), as: UTF8.self)
-                ).status < 300)
+            try await h.createOnServer(["s"])
             try await Task.sleep(for: .milliseconds(500))
             let after = await log.events.dropFirst(before)
             #expect(
@@ -148,11 +140,7 @@ import Testing
             try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
             #expect(try descriptor.editableDocument.annotations().map(\.id) == ["s"])
             try await Task.sleep(for: .milliseconds(200))
-            let more = JSONValue.object(["annotations": .array([AnnotationInput(id: "t", content: note("t")).json])])
-            #expect(
-                try await h.server.api(
-                    .POST, "/documents/doc/annotations", json: String(decoding: more.jsonData(), as: UTF8.self)
-                ).status < 300)
+            try await h.createOnServer(["t"])
             try await log.wait("the change after the new download") { events in
                 events.contains {
                     if case .didReceiveChanges(_, let changes) = $0 {

@@ -44,12 +44,7 @@ import Testing
 
             // The pages after a sync (two records a page, five from another writer): the
             // second page names itself as the next.
-            let inputs = (0..<5).map { AnnotationInput(id: "s\($0)", content: note("server \($0)")).json }
-            let body = JSONValue.object(["annotations": .array(inputs)])
-            #expect(
-                try await h.server.api(
-                    .POST, "/documents/doc/annotations", json: String(decoding: body.jsonData(), as: UTF8.self)
-                ).status < 300)
+            try await h.createOnServer((0..<5).map { "s\($0)" })
             try descriptor.editableDocument.add(note("kept", id: "kept"))
             h.proxy.answerNextRequest(
                 to: "GET /i/v1/documents/doc/changes", status: "200 OK",
