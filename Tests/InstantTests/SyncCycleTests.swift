@@ -362,6 +362,32 @@ import Testing
         }
     }
 
+    /// stopSyncing(false) lets the request in flight finish; if it then fails, no retry
+    /// fires by itself (the next sync, or the next local change's, sends the changes).
+    @Test func aCycleRunningAtAStopSetsNoRetryWhenItFails() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            let sync = "POST /i/v1/documents/doc/sync"
+            h.proxy.holdNextRequest(to: sync)
+            let running = descriptor.sync()
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(50))
+            h.proxy.answerNextRequest(to: sync, status: "503 Service Unavailable")
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: running)?.code == .requestFailed)
+            // The harness's retries wait 50–400 ms: none may come.
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(h.proxy.requestHeads.filter { $0.hasPrefix(sync) }.count == 1)
+            #expect(descriptor.documentState == .dirty)
+            try await descriptor.sync().result()
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+        }
+    }
+
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -29,6 +29,9 @@ actor SyncEngine {
     private var retryAttempt = 0
     /// Bumped for every retry set, so only the latest one acts.
     private var retryGeneration = 0
+    /// Bumped by ``stopSyncing(cancelCurrentRequest:)``: a cycle running then that fails
+    /// sets no retry (none fires after a stop).
+    private var stops = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
     /// The most changes one request carries (the server's default cap).
@@ -96,6 +99,7 @@ actor SyncEngine {
     /// request is cancelled too (the server may have applied it: sending it again later is
     /// safe).
     func stopSyncing(cancelCurrentRequest: Bool) {
+        stops += 1
         autoSync?.cancel()
         autoSync = nil
         retry?.cancel()
@@ -135,6 +139,7 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
+        let stopsAtStart = stops
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
@@ -209,11 +214,11 @@ actor SyncEngine {
                 client.emit(.didFailAuthentication(descriptor))
             } else {
                 client.emit(.didFailSync(descriptor, error))
-                if !Task.isCancelled { scheduleRetry(after: error) }
+                if !Task.isCancelled && stops == stopsAtStart { scheduleRetry(after: error) }
             }
         case .failure(let error):
             client.emit(.didFailSync(descriptor, error))
-            if error.isRetryable && !Task.isCancelled { scheduleRetry(after: error) }
+            if error.isRetryable && !Task.isCancelled && stops == stopsAtStart { scheduleRetry(after: error) }
         }
         return result
     }
