@@ -307,17 +307,10 @@ import Testing
             let log = await EventLog.recording(client)
             let descriptor = try await h.downloaded(client, "doc")
             try descriptor.editableDocument.add(note("first", id: "a"))
-            let sync = "POST /i/v1/documents/doc/sync"
-            h.proxy.holdNextRequest(to: sync)
-            let running = descriptor.sync()
-            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
             // Made while the first round's request is out: the cycle goes round again.
             try descriptor.editableDocument.add(note("second", id: "b"))
-            let renewed = try await h.jwt("doc", expiresIn: 7200)
-            descriptor.reauthenticate(withJWT: renewed)
-            try await log.wait("the new JWT taken") {
-                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
-            }
+            let renewed = try await reauthenticated(descriptor, h, log)
             h.proxy.releaseHeldRequest()
             try await running.result()
             let syncs = h.proxy.requestHeads.filter { $0.hasPrefix(sync) }
@@ -337,14 +330,8 @@ import Testing
             let log = await EventLog.recording(client)
             let descriptor = try await h.downloaded(client, "doc")
             try descriptor.editableDocument.add(note("kept", id: "k"))
-            let sync = "POST /i/v1/documents/doc/sync"
-            h.proxy.holdNextRequest(to: sync)
-            let running = descriptor.sync()
-            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
-            descriptor.reauthenticate(withJWT: try await h.jwt("doc", expiresIn: 7200))
-            try await log.wait("the new JWT taken") {
-                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
-            }
+            let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
+            _ = try await reauthenticated(descriptor, h, log)
             // The held request, sent with the old JWT, is refused as expired.
             h.proxy.answerNextRequest(
                 to: sync, status: "403 Forbidden",
@@ -370,10 +357,7 @@ import Testing
             let client = try h.client()
             let descriptor = try await h.downloaded(client, "doc")
             try descriptor.editableDocument.add(note("kept", id: "k"))
-            let sync = "POST /i/v1/documents/doc/sync"
-            h.proxy.holdNextRequest(to: sync)
-            let running = descriptor.sync()
-            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
             descriptor.stopSyncing(false)
             try await Task.sleep(for: .milliseconds(50))
             h.proxy.answerNextRequest(to: sync, status: "503 Service Unavailable")
@@ -556,6 +540,30 @@ extension SyncCycleTests {
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
         }
     }
+}
+
+/// A sync of `descriptor` started, its first request held by the proxy (not yet at the
+/// server); returns the operation and the request's head prefix.
+private func syncHeldAtTheProxy(_ h: ClientHarness, _ descriptor: InstantDocumentDescriptor) async throws -> (
+    InstantOperation, String
+) {
+    let sync = "POST /i/v1/documents/doc/sync"
+    h.proxy.holdNextRequest(to: sync)
+    let running = descriptor.sync()
+    while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+    return (running, sync)
+}
+
+/// `descriptor` given a new JWT for "doc", once the server took it; returns that JWT.
+private func reauthenticated(_ descriptor: InstantDocumentDescriptor, _ h: ClientHarness, _ log: EventLog)
+    async throws -> String
+{
+    let renewed = try await h.jwt("doc", expiresIn: 7200)
+    descriptor.reauthenticate(withJWT: renewed)
+    try await log.wait("the new JWT taken") {
+        $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+    }
+    return renewed
 }
 
 /// The error a sync of `descriptor` ends with, nil when it succeeds.
