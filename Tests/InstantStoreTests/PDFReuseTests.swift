@@ -54,5 +54,16 @@ import Testing
         #expect(try scratch.store.cacheEntries(tenant: Scratch.other).isEmpty)
         #expect(try scratch.store.attachIntactPDF(stored.sha256, tenant: Scratch.other, document: "x") { false })
         #expect(try scratch.store.cacheEntries(tenant: Scratch.other).map(\.documentIdentifier) == ["x"])
+        // For a layer stored already (a download of its PDF alone): only while it still is.
+        let layer = try scratch.store.createLayer(tenant: Scratch.other, document: "y", layer: "")
+        let key = layer.key
+        layer.close()
+        try scratch.store.removeLayer(tenant: Scratch.other, document: "y", layer: "")
+        try scratch.store.removeDocument(tenant: Scratch.other, document: "y")
+        #expect {
+            try scratch.store.attachIntactPDF(
+                stored.sha256, tenant: Scratch.other, document: "y", forStoredLayer: (key, ""))
+        } throws: { ($0 as? StoreError)?.code == "layer_removed" }
+        #expect(try scratch.store.cacheEntries(tenant: Scratch.other).map(\.documentIdentifier) == ["x"])
     }
 }

@@ -372,6 +372,32 @@ import Testing
         }
     }
 
+    /// A sync asked for after the stop, while the stopped cycle still runs, joins it: when
+    /// that cycle fails, the retry it was owed fires.
+    @Test func aSyncAskedForAfterAStopIsRetriedWhenTheCycleItJoinedFails() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(50))
+            let joined = descriptor.sync()
+            try await Task.sleep(for: .milliseconds(50))
+            h.proxy.answerNextRequest(to: sync, status: "503 Service Unavailable")
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: running)?.code == .requestFailed)
+            #expect(await failure(of: joined)?.code == .requestFailed)
+            let deadline = Date().addingTimeInterval(10)
+            while descriptor.documentState != .clean && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(descriptor.documentState == .clean)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+        }
+    }
+
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -63,7 +63,9 @@ extension LayerDownload {
     /// download is for meanwhile (that removal must not be undone).
     private func attach(_ hash: BlobHash) throws -> Bool {
         do {
-            return try store.attachIntactPDF(hash, tenant: tenant, document: document, unlessWithdrawn: withdrawn)
+            return try store.attachIntactPDF(
+                hash, tenant: tenant, document: document, forStoredLayer: storedLayerKey.map { ($0, layer) },
+                unlessWithdrawn: withdrawn)
         } catch {
             throw Self.refusal(error)
         }

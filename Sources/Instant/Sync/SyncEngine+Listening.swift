@@ -35,7 +35,8 @@ extension SyncEngine {
     /// Listening resumes after a new JWT or a download, if anyone still listens. A loop
     /// begun before the layer's last removal (whose pause has not come yet) is replaced.
     func resumeListening() {
-        guard listeners > 0 else { return }
+        // Not before the layer is stored (again): a loop would fail on it at once.
+        guard listeners > 0, descriptor?.isDownloaded == true else { return }
         let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
         if listening != nil && listeningSinceRemoval == removals { return }
         listening?.cancel()

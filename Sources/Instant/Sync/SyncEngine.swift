@@ -30,8 +30,11 @@ actor SyncEngine {
     /// Bumped for every retry set, so only the latest one acts.
     private var retryGeneration = 0
     /// Bumped by ``stopSyncing(cancelCurrentRequest:)``: a cycle running then that fails
-    /// sets no retry (none fires after a stop).
+    /// sets no retry (none fires after a stop), unless asked for since (a sync or a local
+    /// change that joined it: `cycleStops`).
     private var stops = 0
+    /// ``stops`` as of the running cycle's start, or of the last request that joined it.
+    private var cycleStops = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
     /// The most changes one request carries (the server's default cap).
@@ -68,6 +71,7 @@ actor SyncEngine {
     func localChangesMade() {
         if cycle != nil {
             again = true
+            cycleStops = stops
             return
         }
         guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil else { return }
@@ -124,6 +128,7 @@ actor SyncEngine {
     private func startCycle() async -> Result<Void, InstantError> {
         if let cycle {
             again = true
+            cycleStops = stops
             return await cycle.value
         }
         let task = Task { await self.runCycle() }
@@ -139,7 +144,7 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
-        let stopsAtStart = stops
+        cycleStops = stops
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
@@ -214,11 +219,11 @@ actor SyncEngine {
                 client.emit(.didFailAuthentication(descriptor))
             } else {
                 client.emit(.didFailSync(descriptor, error))
-                if !Task.isCancelled && stops == stopsAtStart { scheduleRetry(after: error) }
+                if !Task.isCancelled && stops == cycleStops { scheduleRetry(after: error) }
             }
         case .failure(let error):
             client.emit(.didFailSync(descriptor, error))
-            if error.isRetryable && !Task.isCancelled && stops == stopsAtStart { scheduleRetry(after: error) }
+            if error.isRetryable && !Task.isCancelled && stops == cycleStops { scheduleRetry(after: error) }
         }
         return result
     }

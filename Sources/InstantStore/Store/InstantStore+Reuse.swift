@@ -36,13 +36,20 @@ extension InstantStore {
     ///
     /// `withdrawn`, when given, is asked inside the transaction: when it answers true (the
     /// app removed what the download was for meanwhile), nothing changes and the call throws
-    /// `layerRemoved`, rather than bring the removed document back.
+    /// `layerRemoved`, rather than bring the removed document back. So it does when
+    /// `storedLayer` (the layer, stored already, whose PDF this is: a download of the PDF
+    /// alone) is no longer stored, by whatever process removed it.
     public func attachIntactPDF(
-        _ hash: BlobHash, tenant: TenantURL, document: String, unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
+        _ hash: BlobHash, tenant: TenantURL, document: String,
+        forStoredLayer storedLayer: (key: String, name: String)? = nil,
+        unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> Bool {
         try Identifier.validate(document, what: "document identifier")
         return try catalog.write { db in
-            try Self.refuseIfWithdrawn(withdrawn, document: document, layer: "")
+            try Self.refuseIfWithdrawn(withdrawn, document: document, layer: storedLayer?.name ?? "")
+            if let storedLayer, try !self.catalog.hasLayer(key: storedLayer.key, in: db) {
+                throw StoreError.layerRemoved(document: document, layer: storedLayer.name)
+            }
             guard try BlobRecord.exists(db, key: hash.hex), try !Self.isFlagged(hash.hex, in: db) else { return false }
             let row = try self.catalog.documentRow(tenant, document, in: db)
             if row.blobSha256 == hash.hex { return !row.corrupt }
