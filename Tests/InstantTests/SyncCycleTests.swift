@@ -339,19 +339,18 @@ import Testing
                 contentType: "application/json")
             h.proxy.releaseHeldRequest()
             #expect(await failure(of: running)?.code == .accessDenied)
-            let deadline = Date().addingTimeInterval(10)
-            while descriptor.documentState != .clean && Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(descriptor.documentState == .clean)
+            try await waitUntilClean(descriptor)
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
             #expect(await !log.events.contains { if case .didFailAuthentication = $0 { true } else { false } })
         }
     }
 
     /// stopSyncing(false) lets the request in flight finish; if it then fails, no retry
-    /// fires by itself (the next sync, or the next local change's, sends the changes).
-    @Test func aCycleRunningAtAStopSetsNoRetryWhenItFails() async throws {
+    /// fires by itself (the next sync, or the next local change's, sends the changes). A
+    /// sync asked for after the stop, while that cycle still runs, joins it: then the
+    /// retry it is owed fires.
+    @Test(arguments: [false, true])
+    func aCycleRunningAtAStopSetsNoRetryUnlessAskedForSince(syncAskedAfterTheStop: Bool) async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())
             let client = try h.client()
@@ -360,40 +359,21 @@ import Testing
             let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
             descriptor.stopSyncing(false)
             try await Task.sleep(for: .milliseconds(50))
-            h.proxy.answerNextRequest(to: sync, status: "503 Service Unavailable")
-            h.proxy.releaseHeldRequest()
-            #expect(await failure(of: running)?.code == .requestFailed)
-            // The harness's retries wait 50–400 ms: none may come.
-            try await Task.sleep(for: .seconds(1.5))
-            #expect(h.proxy.requestHeads.filter { $0.hasPrefix(sync) }.count == 1)
-            #expect(descriptor.documentState == .dirty)
-            try await descriptor.sync().result()
-            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
-        }
-    }
-
-    /// A sync asked for after the stop, while the stopped cycle still runs, joins it: when
-    /// that cycle fails, the retry it was owed fires.
-    @Test func aSyncAskedForAfterAStopIsRetriedWhenTheCycleItJoinedFails() async throws {
-        try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let descriptor = try await h.downloaded(client, "doc")
-            try descriptor.editableDocument.add(note("kept", id: "k"))
-            let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
-            descriptor.stopSyncing(false)
-            try await Task.sleep(for: .milliseconds(50))
-            let joined = descriptor.sync()
+            let joined = syncAskedAfterTheStop ? descriptor.sync() : nil
             try await Task.sleep(for: .milliseconds(50))
             h.proxy.answerNextRequest(to: sync, status: "503 Service Unavailable")
             h.proxy.releaseHeldRequest()
             #expect(await failure(of: running)?.code == .requestFailed)
-            #expect(await failure(of: joined)?.code == .requestFailed)
-            let deadline = Date().addingTimeInterval(10)
-            while descriptor.documentState != .clean && Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            if let joined {
+                #expect(await failure(of: joined)?.code == .requestFailed)
+                try await waitUntilClean(descriptor)
+            } else {
+                // The harness's retries wait 50–400 ms: none may come.
+                try await Task.sleep(for: .seconds(1.5))
+                #expect(h.proxy.requestHeads.filter { $0.hasPrefix(sync) }.count == 1)
+                #expect(descriptor.documentState == .dirty)
+                try await descriptor.sync().result()
             }
-            #expect(descriptor.documentState == .clean)
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
         }
     }
@@ -558,14 +538,21 @@ extension SyncCycleTests {
             let failed = await syncError(descriptor)
             #expect(failed?.code == .requestFailed, "\(String(describing: failed))")
             // The retry the cycle scheduled syncs it; nothing asks again.
-            let deadline = Date().addingTimeInterval(10)
-            while descriptor.documentState != .clean && Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(descriptor.documentState == .clean)
+            try await waitUntilClean(descriptor)
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["kept"])
         }
     }
+}
+
+/// Waits (up to 10 s) for `descriptor` to read `clean` by itself (a retry's sync).
+private func waitUntilClean(
+    _ descriptor: InstantDocumentDescriptor, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let deadline = Date().addingTimeInterval(10)
+    while descriptor.documentState != .clean && Date() < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(descriptor.documentState == .clean, sourceLocation: sourceLocation)
 }
 
 /// A sync of `descriptor` started, its first request held by the proxy (not yet at the
