@@ -18,7 +18,7 @@ import Testing
         defer { other.close() }
         try other.removeLayer(tenant: Scratch.tenant, document: "d", layer: "")
         let reads: [() throws -> Void] = [
-            { try layer.checkNotRemoved() },
+            { _ = try layer.livePendingChangesAndMetadata(limit: 10) },
             { _ = try layer.annotationsAndPendingIDs() },
             { _ = try layer.annotationAndPending(id: "a") },
             { _ = try layer.livePendingChangeCount() },
@@ -42,5 +42,6 @@ import Testing
         #expect(try layer.annotationAndPending(id: "a")?.pending == true)
         #expect(try layer.annotationAndPending(id: "b") == nil)
         #expect(try layer.livePendingChangeCount() == 1)
+        #expect(try layer.livePendingChangesAndMetadata(limit: 10).pending.map(\.annotationID) == ["a"])
     }
 }

@@ -42,12 +42,9 @@ struct SyncRound {
     /// called when the answer is in and about to be applied.
     func run(willSend: @Sendable () async -> Void, willReceive: @Sendable () async -> Void) async throws -> Outcome {
         let limit = batchLimit
-        var (pending, meta) = try await onDisk { layer in
-            // A handle kept open still reads a layer removed since (by `instantctl rm`, say):
-            // the changes that removal discarded must not go out.
-            try layer.checkNotRemoved()
-            return (try layer.pendingChanges(limit: limit), try layer.metadata())
-        }
+        // A handle kept open still reads a layer removed since (by `instantctl rm`, say):
+        // the changes that removal discarded must not go out.
+        var (pending, meta) = try await onDisk { layer in try layer.livePendingChangesAndMetadata(limit: limit) }
         if meta.epoch == nil && !pending.isEmpty {
             // A cursor without an epoch (a layer made before protocol 2, or rebuilt by a
             // repair) would send the changes from revision 0, where every record counts as

@@ -10,44 +10,40 @@ import GRDB
 /// let (annotations, pending) = try layer.annotationsAndPendingIDs()   // layerRemoved once removed
 /// ```
 extension LayerDatabase {
-    /// Throws `layerRemoved` when the layer's removal has committed.
-    public func checkNotRemoved() throws(StoreError) {
-        try readLive { _ in () }
-    }
-
     /// The annotations (with local changes applied, in identifier order) and the ids a
     /// pending change holds, in one read: an annotation is never shown synced while a
     /// change to it waits.
     public func annotationsAndPendingIDs() throws(StoreError) -> (
         annotations: [Annotation], pending: Set<ExactString>
     ) {
-        try readLive { db in
-            let annotations = try Row.fetchAll(
-                db, sql: "SELECT * FROM record WHERE deleted = 0 ORDER BY annotationId"
-            ).map(LayerDatabase.annotation)
-            return (annotations, try Self.pendingIDs(db))
-        }
+        try readLive { db in (try Self.fetchAnnotations(db), try Self.pendingIDs(db)) }
     }
 
     /// One annotation, and whether a pending change holds it, in one read; nil when there
     /// is no such annotation.
     public func annotationAndPending(id: String) throws(StoreError) -> (annotation: Annotation, pending: Bool)? {
         try readLive { db in
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM record WHERE annotationId = ? AND deleted = 0",
-                    arguments: [id.storedBytes])
-            else { return nil }
+            guard let annotation = try Self.fetchAnnotation(db, id: id) else { return nil }
             let pending =
                 try db.fetchInt64("SELECT 1 FROM localChange WHERE annotationId = ? LIMIT 1", .blob(id.storedBytes))
                 != nil
-            return (LayerDatabase.annotation(row), pending)
+            return (annotation, pending)
+        }
+    }
+
+    /// The first `limit` pending changes and the layer's metadata, in one read: what a sync
+    /// round sends, never from a layer removed since (its discarded changes must not go out).
+    public func livePendingChangesAndMetadata(limit: Int) throws(StoreError) -> (
+        pending: [PendingChange], metadata: LayerMetadata
+    ) {
+        try readLive { db in
+            (try Self.fetchPending(db, limit: limit), try Self.readMetadata(db, key: key))
         }
     }
 
     /// How many local changes wait for the server; `layerRemoved` once removed.
     public func livePendingChangeCount() throws(StoreError) -> Int {
-        try readLive { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0 }
+        try readLive { db in try Self.countPending(db) }
     }
 
     /// `body` in a read that first looks at the removed mark. A mark a removal left
@@ -62,12 +58,7 @@ extension LayerDatabase {
                 return (try body(db), false)
             }
             if !marked, let value { return value }
-            if !resolved, let resolve = hooks.resolveMark, try resolve(self) {
-                resolved = true
-                continue
-            }
-            let meta = try metadata()
-            throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+            try markFound(resolvedBefore: &resolved)
         }
     }
 }

@@ -23,7 +23,7 @@ public final class LayerDatabase: Sendable {
     /// The random key naming the file, `layers/<key>.sqlite`.
     public let key: String
     let path: String
-    let hooks: LayerHooks
+    private let hooks: LayerHooks
     /// Whether the catalog's row for this handle's layer is known durable: synced when
     /// the store opened the handle, or by its first local change (``LayerHooks/syncRecord``).
     private let recordSynced = Mutex(false)
@@ -96,20 +96,24 @@ public final class LayerDatabase: Sendable {
 
     /// The annotations, in identifier order; locally deleted ones only when asked.
     public func annotations(includingDeleted: Bool = false) throws(StoreError) -> [Annotation] {
-        try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM record \(includingDeleted ? "" : "WHERE deleted = 0") ORDER BY annotationId"
-            ).map(LayerDatabase.annotation)
-        }
+        try read { db in try Self.fetchAnnotations(db, includingDeleted: includingDeleted) }
+    }
+
+    static func fetchAnnotations(_ db: Database, includingDeleted: Bool = false) throws -> [Annotation] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM record \(includingDeleted ? "" : "WHERE deleted = 0") ORDER BY annotationId"
+        ).map(LayerDatabase.annotation)
     }
 
     /// One annotation, or nil (also for a locally deleted one).
     public func annotation(id: String) throws(StoreError) -> Annotation? {
-        try read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT * FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes]
-            ).map(LayerDatabase.annotation)
-        }
+        try read { db in try Self.fetchAnnotation(db, id: id) }
+    }
+
+    static func fetchAnnotation(_ db: Database, id: String) throws -> Annotation? {
+        try Row.fetchOne(
+            db, sql: "SELECT * FROM record WHERE annotationId = ? AND deleted = 0", arguments: [id.storedBytes]
+        ).map(LayerDatabase.annotation)
     }
 
     /// What the layer holds of each of `ids` (absent ones are left out), in one read: the
@@ -149,7 +153,11 @@ public final class LayerDatabase: Sendable {
 
     /// How many local changes wait for the server, without reading them.
     public func pendingChangeCount() throws(StoreError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0 }
+        try read { db in try Self.countPending(db) }
+    }
+
+    static func countPending(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
     }
 
     /// How many local changes wait for the server, and how many were ever made (the last
@@ -247,17 +255,24 @@ public final class LayerDatabase: Sendable {
                 }
                 break
             } catch is MarkedRemoved {
-                if !resolved, let resolve = hooks.resolveMark, try resolve(self) {
-                    resolved = true
-                    continue
-                }
-                let meta = try metadata()
-                throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
+                try markFound(resolvedBefore: &resolved)
             } catch {
                 throw flagged(LayerDatabase.map(error, key: key))
             }
         }
         hooks.didWrite(self, addsPending)
+    }
+
+    /// A read or write found the removed mark: returns (to do it again) when the mark was
+    /// stale and is now cleared (``LayerHooks/resolveMark``), the first time only; throws
+    /// `layerRemoved` when the removal really happened.
+    func markFound(resolvedBefore resolved: inout Bool) throws(StoreError) {
+        if !resolved, let resolve = hooks.resolveMark, try resolve(self) {
+            resolved = true
+            return
+        }
+        let meta = try metadata()
+        throw .layerRemoved(document: meta.documentIdentifier, layer: meta.layerName)
     }
 
     /// Before this handle's first local change (unless its opening did it): makes the
@@ -333,7 +348,7 @@ public final class LayerDatabase: Sendable {
             epoch: row["epoch"], clientID: row["clientId"], baseEpoch: row["baseEpoch"])
     }
 
-    static func annotation(_ row: Row) -> Annotation {
+    private static func annotation(_ row: Row) -> Annotation {
         Annotation(
             id: String(storedBytes: row["annotationId"]), content: row["content"],
             serverRevision: row["serverRevision"], isDeleted: row["deleted"])

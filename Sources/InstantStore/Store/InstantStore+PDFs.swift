@@ -123,9 +123,7 @@ extension InstantStore {
         let (deduplicated, layerKeys) = try catalog.write(durability: durability) { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: layer?.layer ?? "")
             // The PDF of a layer stored already: only while that layer still is.
-            if let storedLayer, try !self.catalog.hasLayer(key: storedLayer.key, in: db) {
-                throw StoreError.layerRemoved(document: document, layer: storedLayer.name)
-            }
+            try self.refuseIfRemoved(storedLayer, document: document, in: db)
             // The temp file's fsync runs while the rows are looked up; the rename below
             // waits for both. (A sealed blob's fsync is under way already: it is waited for
             // after the rename, beside the directories' fsyncs.)

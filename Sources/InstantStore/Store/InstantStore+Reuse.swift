@@ -47,9 +47,7 @@ extension InstantStore {
         try Identifier.validate(document, what: "document identifier")
         return try catalog.write { db in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: storedLayer?.name ?? "")
-            if let storedLayer, try !self.catalog.hasLayer(key: storedLayer.key, in: db) {
-                throw StoreError.layerRemoved(document: document, layer: storedLayer.name)
-            }
+            try self.refuseIfRemoved(storedLayer, document: document, in: db)
             guard try BlobRecord.exists(db, key: hash.hex), try !Self.isFlagged(hash.hex, in: db) else { return false }
             let row = try self.catalog.documentRow(tenant, document, in: db)
             if row.blobSha256 == hash.hex { return !row.corrupt }

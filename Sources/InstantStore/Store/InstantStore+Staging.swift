@@ -127,6 +127,15 @@ extension InstantStore {
         if let withdrawn, withdrawn() { throw .layerRemoved(document: document, layer: layer) }
     }
 
+    /// Throws `layerRemoved` when `storedLayer` (a layer stored already, whose PDF is being
+    /// committed or attached: a download of the PDF alone) no longer has its row: removed
+    /// meanwhile, by whatever process. Inside the caller's write transaction.
+    func refuseIfRemoved(_ storedLayer: (key: String, name: String)?, document: String, in db: Database) throws {
+        if let storedLayer, try !catalog.hasLayer(key: storedLayer.key, in: db) {
+            throw StoreError.layerRemoved(document: document, layer: storedLayer.name)
+        }
+    }
+
     /// The row of the staged layer's document (created when missing) and its PDF, once
     /// sure the document has no layer of that name yet.
     func documentForNewLayer(_ staged: StagedLayer, in db: Database) throws -> (id: Int64, pdf: BlobHash?) {
