@@ -115,13 +115,11 @@ import Testing
     /// the layer is downloaded again.
     @Test func aRemovalEndsTheLongPollAndADownloadResumesIt() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
-            descriptor.startListeningForServerChanges()
-            defer { descriptor.stopListeningForServerChanges() }
-            try await Task.sleep(for: .milliseconds(200))
+            let (client, log, descriptor) = try await listeningToDoc(h)
+            defer {
+                descriptor.stopListeningForServerChanges()
+                withExtendedLifetime(client) {}
+            }
             try descriptor.removeLocalStorage()
             try await Task.sleep(for: .milliseconds(100))
             let before = await log.events.count
@@ -157,13 +155,11 @@ import Testing
     /// when the server answers again (catching up on what it missed).
     @Test func listeningReportsAnOutageOnceAndSyncsAfterIt() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
-            descriptor.startListeningForServerChanges()
-            defer { descriptor.stopListeningForServerChanges() }
-            try await Task.sleep(for: .milliseconds(200))
+            let (client, log, descriptor) = try await listeningToDoc(h)
+            defer {
+                descriptor.stopListeningForServerChanges()
+                withExtendedLifetime(client) {}
+            }
             h.proxy.setRefusing(true)
             try await log.wait("the outage to be reported") { events in
                 events.contains { if case .didFailSync(_, let e) = $0 { e.code == .requestFailed } else { false } }
@@ -213,4 +209,18 @@ import Testing
             #expect(received.first { $0.annotationID == "c" }?.content?["text"] == .string("server's"))
         }
     }
+}
+
+/// "doc" uploaded and downloaded by a client of its own (kept alive by the caller, with
+/// its event log), its descriptor listening for server changes, the long poll out.
+private func listeningToDoc(_ h: ClientHarness) async throws -> (
+    InstantClient, EventLog, InstantDocumentDescriptor
+) {
+    try await h.server.upload("doc", samplePDF())
+    let client = try h.client()
+    let log = await EventLog.recording(client)
+    let descriptor = try await h.downloaded(client, "doc")
+    descriptor.startListeningForServerChanges()
+    try await Task.sleep(for: .milliseconds(200))
+    return (client, log, descriptor)
 }

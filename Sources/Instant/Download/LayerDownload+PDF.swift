@@ -86,10 +86,10 @@ extension LayerDownload {
     /// one (`Content-Encoding: zstd`), else the PDF's bytes. A transfer the network breaks
     /// resumes with `Range` from the PDF offset reached (a broken frame goes on as plain
     /// bytes: ranges are of the PDF). Returns the bytes that came over the network. The PDF
-    /// is committed with `layer`, or alone without one (a layer stored already).
+    /// is committed with `layer`, or alone without one (for the layer stored already,
+    /// ``storedLayerKey``, only while it still is).
     func ingest(
-        _ response: HTTPClientResponse, layer: LayerStage?, layerKey: String? = nil, files: DownloadFiles? = nil,
-        resumes: Int = 0,
+        _ response: HTTPClientResponse, layer: LayerStage?, files: DownloadFiles? = nil, resumes: Int = 0,
         frameAllowed: Bool = true
     ) async throws -> Int64 {
         guard response.status == .ok else {
@@ -138,7 +138,7 @@ extension LayerDownload {
                                 .invalidServerData, "the PDF changed on the server during the download: download again")
                         }
                         return received
-                            + (try await self.ingest(again, layer: layer, layerKey: layerKey, resumes: resumes))
+                            + (try await self.ingest(again, layer: layer, resumes: resumes))
                     }
                     if ingest.isFrame {
                         length = try await ingest.continueWithPlainBytes()
@@ -167,7 +167,7 @@ extension LayerDownload {
                 try Failpoint.check("download.afterPDF")
                 try Task.checkCancellation()
                 do {
-                    if let layerKey {
+                    if let layerKey = storedLayerKey {
                         _ = try await ingest.commit(
                             forStoredLayer: layerKey, tenant: tenant, document: document, layer: self.layer,
                             unlessWithdrawn: withdrawn)
@@ -209,8 +209,7 @@ extension LayerDownload {
                         .invalidServerData, "the PDF changed on the server during the download: download again")
                 }
                 return received
-                    + (try await self.ingest(
-                        plain, layer: layer, layerKey: layerKey, resumes: resumes, frameAllowed: false))
+                    + (try await self.ingest(plain, layer: layer, resumes: resumes, frameAllowed: false))
             }
             throw error
         }

@@ -83,7 +83,7 @@ struct LayerDownload {
     }
 
     private func runOnce(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
-        if let key = storedLayerKey { return try await runPDFOnly(layerKey: key, files: files) }
+        if storedLayerKey != nil { return try await runPDFOnly(files: files) }
         // The snapshot comes while the PDF's answer is awaited; once the PDF's hash is
         // known, the layer file is written (its fsync started) while the PDF's bytes stream in.
         let snapshotTask = Task { try await fetchSnapshot() }
@@ -110,16 +110,14 @@ struct LayerDownload {
     /// The PDF alone, for a layer stored already: from the store when it holds those bytes
     /// (another document's, or another server's), else over the network, committed for the
     /// document; the layer file is not touched.
-    private func runPDFOnly(layerKey: String, files: Task<DownloadFiles, any Error>) async throws
-        -> InstantDownloadReport
-    {
+    private func runPDFOnly(files: Task<DownloadFiles, any Error>) async throws -> InstantDownloadReport {
         // Counted before: once the PDF is committed, a failure to read the count must not
         // turn the download into a failed one.
         let annotations = try store.localDescriptor(tenant: tenant, document: document, layer: layer)?.annotationCount
         var transferred: Int64 = 0
         // (`.stored`: attached to the document already, by the 304 that named it.)
         if case .coming(let response, _) = try await startPDF() {
-            transferred = try await ingest(response, layer: nil, layerKey: layerKey, files: try await files.value)
+            transferred = try await ingest(response, layer: nil, files: try await files.value)
         }
         progress.completedUnitCount = progress.totalUnitCount
         return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: Int(annotations ?? 0))

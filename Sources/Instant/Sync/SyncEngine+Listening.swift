@@ -13,15 +13,16 @@ extension SyncEngine {
     /// runs: the tasks that ask it may arrive in any order, and a start and a stop made one
     /// after the other must never leave a poll running.
     func followListenRequests() {
-        guard let descriptor else { return }
-        listeners = descriptor.listenRequests.withLock { $0 }
-        if listeners > 0 {
+        if isListeningWanted {
             if listening == nil { beginListening() }
         } else {
             listening?.cancel()
             listening = nil
         }
     }
+
+    /// Whether the descriptor's starts of listening outnumber its stops.
+    private var isListeningWanted: Bool { (descriptor?.listenRequests.withLock { $0 } ?? 0) > 0 }
 
     /// The layer went away (removeLocalStorage(), the removal numbered `removal`): a listen
     /// loop begun before it ends now, its long poll cancelled; listening resumes, if anyone
@@ -36,7 +37,7 @@ extension SyncEngine {
     /// begun before the layer's last removal (whose pause has not come yet) is replaced.
     func resumeListening() {
         // Not before the layer is stored (again): a loop would fail on it at once.
-        guard listeners > 0, descriptor?.isDownloaded == true else { return }
+        guard isListeningWanted, descriptor?.isDownloaded == true else { return }
         let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
         if listening != nil && listeningSinceRemoval == removals { return }
         listening?.cancel()

@@ -44,7 +44,6 @@ actor SyncEngine {
     /// ``resetsInARow``, the next refusal fails the cycle, to be retried with backoff.
     private var resetStreak = 0
     static let resetsInARow = 3
-    var listeners = 0
     var listening: Task<Void, Never>?
     var listenGeneration = 0
     /// The descriptor's removal count when the current listen loop began.
@@ -116,7 +115,6 @@ actor SyncEngine {
         stopSyncing(cancelCurrentRequest: true)
         listening?.cancel()
         listening = nil
-        listeners = 0
     }
 
     /// A new JWT was accepted: syncing may start by itself again.
@@ -150,7 +148,7 @@ actor SyncEngine {
         // The JWT the last request went out with: an authentication failure is this one's.
         var usedJWT = parsedJWT?.token
         do {
-            guard var parsedJWT, usedJWT != nil else {
+            guard var parsedJWT else {
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
