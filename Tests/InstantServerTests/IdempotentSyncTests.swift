@@ -179,6 +179,63 @@ import ServerTestSupport
         }
     }
 
+    /// A create whose verdict the server no longer keeps (sent again after the 7-day
+    /// window: its first answer was lost, the client was offline) is decided afresh. If
+    /// another writer deleted the record meanwhile, the create loses with `conflict`: it
+    /// must not bring back what they removed. A create that has seen the deletion (its
+    /// base at or past it), or a deletion by the same client (an undo), is accepted.
+    @Test func aCreateSentAgainPastTheWindowDoesNotBringBackADeletedRecord() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let bob = try await server.token(document: "d", user: "bob")
+            let first = SyncRequest(
+                clientId: "ana-7-0123456789abcdef", baseRevision: 0,
+                changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("x"))])
+            let created = try await server.sync("d", token: ana, first)  // its answer "lost"
+            #expect(created.revision == 1 && created.results.first?.accepted == true)
+            let deleted = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-7-0123456789abcdef", epoch: created.epoch, baseRevision: 1,
+                    changes: [
+                        ClientChange(changeId: 1, kind: .delete, id: "x"),
+                        ClientChange(changeId: 2, kind: .create, id: "y", content: annotation("y")),
+                    ]))
+            #expect(deleted.revision == 2 && deleted.results.allSatisfy(\.accepted))
+
+            try server.ageVerdictsPastTheReplayWindow()
+            let late = try await server.sync("d", token: ana, first)
+            #expect(late.results.first?.replayed == false, "decided afresh")
+            #expect(late.results.first?.reason == .conflict, "\(late.results)")
+            var snapshot = try await server.client(.GET, "d", "snapshot", token: bob).json(LayerSnapshot.self)
+            #expect(snapshot.records.map(\.id) == ["y"], "x stays deleted")
+
+            // Bob deletes y and, in a later request with the same base (an undo left for
+            // it), creates it again: his own deletion is no news to him.
+            let undo = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-7-0123456789abcdef", epoch: created.epoch, baseRevision: 2,
+                    changes: [ClientChange(changeId: 3, kind: .delete, id: "y")]))
+            let redo = try await server.sync(
+                "d", token: bob,
+                SyncRequest(
+                    clientId: "bob-7-0123456789abcdef", epoch: created.epoch, baseRevision: 2,
+                    changes: [ClientChange(changeId: 4, kind: .create, id: "y", content: annotation("y"))]))
+            #expect(undo.results.first?.accepted == true && redo.results.first?.accepted == true, "\(redo.results)")
+            // Ana, who has now seen x go (base past its deletion), may create x again.
+            let again = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-7-0123456789abcdef", epoch: created.epoch, baseRevision: redo.revision,
+                    changes: [ClientChange(changeId: 2, kind: .create, id: "x", content: annotation("new x"))]))
+            #expect(again.results.first?.accepted == true, "\(again.results)")
+            snapshot = try await server.client(.GET, "d", "snapshot", token: bob).json(LayerSnapshot.self)
+            #expect(snapshot.records.map(\.id).sorted() == ["x", "y"])
+        }
+    }
+
     @Test func duplicateChangeIdsInOneSyncAreRefused() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))

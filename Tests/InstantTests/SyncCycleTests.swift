@@ -224,6 +224,36 @@ import Testing
         }
     }
 
+    /// Ana's create is applied but its answer is lost; Bob deletes the note; Ana comes
+    /// back after the server's 7-day verdict window. Her create, decided afresh, loses to
+    /// Bob's deletion (reported, winner none) instead of bringing the note back.
+    @Test func aCreateSentAgainPastTheVerdictWindowLosesToADeletionMeanwhile() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            clientA.retryPolicy = RetryPolicy(initialDelay: .seconds(60), maximumDelay: .seconds(60))
+            let log = await EventLog.recording(clientA)
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let clientB = try h.client(root: h.root.appendingPathComponent("b"))
+            let b = try await h.downloaded(clientB, "doc", user: "bob")
+            try a.editableDocument.add(note("ana's", id: "n1"))
+            h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync")
+            #expect(await failure(of: a.sync())?.code == .requestFailed)
+            try await b.sync().result()
+            try b.editableDocument.remove("n1")
+            try await b.sync().result()
+            try h.server.ageVerdictsPastTheReplayWindow()
+
+            try await a.sync().result()
+            #expect(try await h.serverAnnotations("doc").isEmpty, "the note stays deleted")
+            #expect(try a.editableDocument.annotation(withID: "n1") == nil)
+            #expect(a.documentState == .clean)
+            let lost = await log.lostChanges
+            #expect(lost.map(\.annotationID) == ["n1"] && lost.first?.reason == .conflict)
+            #expect(lost.first?.winner == nil && lost.first?.lostContent?["text"] == .string("ana's"))
+        }
+    }
+
     @Test func aLostResponseIsSentAgainAndAppliedOnce() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

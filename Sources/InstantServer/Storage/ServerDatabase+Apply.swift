@@ -44,7 +44,8 @@ extension ServerDatabase {
 
     /// The heart of sync: each change is checked against the record as it stands now.
     ///
-    /// - `create` loses to a live record with that id;
+    /// - `create` loses to a live record with that id, and (for clients) to a deletion by
+    ///   someone else after the change's base revision;
     /// - `update` and `delete` lose when the record is gone, or (for clients) when someone
     ///   else changed it after the change's base revision (its own, or the request's); a
     ///   record this same batch changed may be changed again.
@@ -141,6 +142,13 @@ extension ServerDatabase {
             case .create:
                 if live && !authority.createReplaces {
                     reject(.alreadyExists, "an annotation with this id exists")
+                    continue
+                }
+                // Another writer deleted the record after the change's base: the create
+                // would bring back what they removed without having seen it go (a
+                // replay past the verdict window, say, of a create applied then deleted).
+                guard live || !changedSinceBase else {
+                    reject(.conflict, "the annotation was deleted after revision \(base ?? 0)")
                     continue
                 }
                 if !live { createdBy = authority.userID }
