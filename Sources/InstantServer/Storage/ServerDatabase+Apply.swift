@@ -140,7 +140,13 @@ extension ServerDatabase {
             var createdBy = existing?.createdBy
             switch change.kind {
             case .create:
-                if live && !authority.createReplaces {
+                // A client never conflicts with itself: a live record it wrote last (before
+                // this batch) is its own create sent again past the verdict window (its
+                // answer lost), not news. A second create in one batch is refused.
+                let ownRecord =
+                    live && !touched.contains(key)
+                    && authority.clientID.map { existing?.writer.hasSameBytes(as: $0) ?? false } ?? false
+                if live && !authority.createReplaces && !ownRecord {
                     reject(.alreadyExists, "an annotation with this id exists")
                     continue
                 }
