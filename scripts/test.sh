@@ -13,4 +13,4 @@ swift build --build-tests
 swift build --product generate-manual  # the man page test regenerates man/ with it
 swift test --skip-build
 # Alone, after the rest: a 1 GiB download's peak RSS, which would load the parallel suite.
-INSTANT_LARGE_PDF_MIB=1024 swift test --skip-build --filter LargeDownloadTests
+INSTANT_LARGE_PDF_MIB=1024 INSTANT_LARGE_LAYER_ANNOTATIONS=50000 swift test --skip-build --filter LargeDownloadTests

@@ -9,7 +9,7 @@ import Testing
 @Suite struct ServerChangeDiffTests {
     func content(_ text: String) -> JSONValue { .object(["type": "pspdfkit/note", "text": .string(text)]) }
 
-    @Test func aSnapshotReportsAddedChangedAndGoneRecordsButNotThoseUnderALocalChange() {
+    @Test func aSnapshotReportsAddedChangedAndGoneRecordsButNotThoseUnderALocalChange() throws {
         let before = [
             Annotation(id: "same", content: content("same").jsonData(), serverRevision: 1, isDeleted: false),
             Annotation(id: "changed", content: content("old").jsonData(), serverRevision: 1, isDeleted: false),
@@ -17,16 +17,17 @@ import Testing
             Annotation(id: "mine", content: content("local").jsonData(), serverRevision: 1, isDeleted: false),
         ]
         let after = [("same", "same"), ("changed", "new"), ("added", "added"), ("mine", "server")].map { id, text in
-            (ServerRecord(id: id, content: content(text).jsonData(), revision: 9), content(text))
+            ServerRecord(id: id, content: content(text).jsonData(), revision: 9)
         }
-        let changes = SyncRound.snapshotChanges(before: before, after: after, local: ["mine"], revision: 9)
+        let changes = try SyncRound.snapshotChanges(before: before, after: after, local: ["mine"], revision: 9)
         #expect(
             changes.map { "\($0.kind.rawValue) \($0.annotationID)" } == [
                 "updated changed", "created added", "deleted gone",
             ])
         #expect(changes.allSatisfy { $0.revision == 9 })
+        #expect(changes.map(\.content) == [content("new"), content("added"), nil])
         // An empty snapshot still dates its deletions.
-        let emptied = SyncRound.snapshotChanges(before: before, after: [], local: [], revision: 12)
+        let emptied = try SyncRound.snapshotChanges(before: before, after: [], local: [], revision: 12)
         #expect(emptied.count == 4 && emptied.allSatisfy { $0.kind == .deleted && $0.revision == 12 })
     }
 
@@ -64,19 +65,19 @@ import Testing
     /// one beside the decomposed one the layer held reports one creation, and nothing
     /// for the record that did not change; a replayed change of one spelling does not
     /// stand for the other's change in the answer.
-    @Test func eachSpellingOfAnIDIsItsOwnRecord() {
+    @Test func eachSpellingOfAnIDIsItsOwnRecord() throws {
         let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
         let before = [
             Annotation(id: decomposed, content: content("held").jsonData(), serverRevision: 1, isDeleted: false)
         ]
         let after = [(composed, "new"), (decomposed, "held")].map { id, text in
-            (ServerRecord(id: id, content: content(text).jsonData(), revision: 4), content(text))
+            ServerRecord(id: id, content: content(text).jsonData(), revision: 4)
         }
-        let changes = SyncRound.snapshotChanges(before: before, after: after, local: [], revision: 4)
+        let changes = try SyncRound.snapshotChanges(before: before, after: after, local: [], revision: 4)
         #expect(
             changes.map { "\($0.kind.rawValue) \(Array($0.annotationID.utf8))" } == ["created \(Array(composed.utf8))"])
         // Under a local change of the composed spelling only: the decomposed one's removal shows.
-        let emptied = SyncRound.snapshotChanges(
+        let emptied = try SyncRound.snapshotChanges(
             before: before, after: [], local: [ExactString(composed)], revision: 5)
         #expect(emptied.map(\.kind) == [.deleted])
         let ours: [ExactString: ClientChange] = [

@@ -206,19 +206,18 @@ struct LayerDownload {
         let first = try await reconnecting { () async throws(APIFailure) in
             try await api.snapshot(document: document, jwt: jwt.token, epoch: nil, after: nil)
         }
-        var records = first.records
+        let (revision, epoch) = (first.revision, first.epoch)
+        var records = ServerRecord.snapshotPage(first.records, revision: revision)
         var next = first.next
         var trail = PageTrail()
         while let after = next {
             try trail.follow(after, of: "snapshot")
             let page = try await reconnecting { () async throws(APIFailure) in
-                try await api.snapshot(document: document, jwt: jwt.token, epoch: first.epoch, after: after)
+                try await api.snapshot(document: document, jwt: jwt.token, epoch: epoch, after: after)
             }
-            records += page.records
+            records += ServerRecord.snapshotPage(page.records, revision: revision)
             next = page.next
         }
-        return Snapshot(
-            records: records.map { ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision) },
-            revision: first.revision, epoch: first.epoch)
+        return Snapshot(records: records, revision: revision, epoch: epoch)
     }
 }

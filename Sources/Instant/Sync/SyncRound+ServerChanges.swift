@@ -44,15 +44,22 @@ extension SyncRound {
     /// What a snapshot changed: records added, changed (other bytes) or gone, leaving out
     /// those under a local change (they still show it). Ids compare by their bytes, as the
     /// layer's records do.
+    ///
+    /// Only the records reported are parsed (the snapshot is kept as bytes, not trees).
     static func snapshotChanges(
-        before: [Annotation], after: [(ServerRecord, JSONValue)], local: Set<ExactString>, revision: Int64
-    ) -> [InstantServerChange] {
+        before: [Annotation], after: [ServerRecord], local: Set<ExactString>, revision: Int64
+    ) throws -> [InstantServerChange] {
         var old = Dictionary(before.map { (ExactString($0.id), $0.content) }, uniquingKeysWith: { $1 })
         var changes: [InstantServerChange] = []
-        for (record, content) in after {
+        for record in after {
             let id = ExactString(record.id)
             let previous = old.removeValue(forKey: id)
             guard !local.contains(id), previous != record.content else { continue }
+            let content: JSONValue
+            do { content = try JSONValue.parse(record.content) } catch {
+                throw InstantError(
+                    .invalidServerData, "the snapshot's record \(record.id) holds invalid JSON: \(error.message)")
+            }
             changes.append(
                 InstantServerChange(
                     annotationID: record.id, kind: previous == nil ? .created : .updated, content: content,

@@ -254,7 +254,7 @@ struct SyncRound {
         while true {
             attempts += 1
             let first = try await api.snapshot(document: document, jwt: jwt, epoch: nil, after: nil)
-            var records = first.records
+            var stored = ServerRecord.snapshotPage(first.records, revision: first.revision)
             var next = first.next
             var restarted = false
             var trail = PageTrail()
@@ -272,7 +272,7 @@ struct SyncRound {
                     throw InstantError(
                         .invalidServerData, "a page of the snapshot answered epoch \(page.epoch), after \(first.epoch)")
                 case .success(let page):
-                    records += page.records
+                    stored += ServerRecord.snapshotPage(page.records, revision: first.revision)
                     next = page.next
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:
                     // The layer was created again (or forked) while we paged: start over;
@@ -289,24 +289,18 @@ struct SyncRound {
             // send the changes against a revision they never saw, overwriting that writer.
             if let history, !first.continues(history) { rebasing = true }
             try Failpoint.check("reset.beforeApply")
-            let stored = records.map {
-                ServerRecord(id: $0.id, content: $0.content.jsonData(), revision: first.revision)
-            }
-            let rebase = rebasing
+            let (records, rebase) = (stored, rebasing)
             // Read before the snapshot's transaction: a local change another process makes in
             // between can be misreported (never misapplied).
             let (before, local) = try await onDisk { layer in
                 let before = try layer.annotations()
                 let local = try layer.pendingAnnotationIDs(after: acknowledged)
                 try layer.applySnapshot(
-                    stored, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
+                    records, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
                     rebasingPending: rebase)
                 return (before, local)
             }
-            onReceive(
-                Self.snapshotChanges(
-                    before: before, after: zip(records, stored).map { ($0.1, $0.0.content) }, local: local,
-                    revision: first.revision))
+            onReceive(try Self.snapshotChanges(before: before, after: records, local: local, revision: first.revision))
             return
         }
     }
