@@ -244,7 +244,7 @@ import Testing
             try await b.sync().result()
             try b.editableDocument.remove("n1")
             try await b.sync().result()
-            try h.server.ageVerdictsPastTheReplayWindow()
+            try h.server.ageVerdicts(byDays: 8)
 
             try await a.sync().result()
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["n2"], "n1 stays deleted")

@@ -140,13 +140,18 @@ extension ServerDatabase {
             var createdBy = existing?.createdBy
             switch change.kind {
             case .create:
-                // A client never conflicts with itself: a live record it wrote last (before
-                // this batch) is its own create sent again past the verdict window (its
-                // answer lost), not news. A second create in one batch is refused.
-                let ownRecord =
-                    live && !touched.contains(key)
-                    && authority.clientID.map { existing?.writer.hasSameBytes(as: $0) ?? false } ?? false
-                if live && !authority.createReplaces && !ownRecord {
+                if live && !authority.createReplaces {
+                    // This client's own create sent again past the verdict window (its answer
+                    // lost): the live record it wrote last (before this batch) holds this very
+                    // content. Answered as the replay it is, and not written again: a write
+                    // would take back any later change of the record.
+                    if !touched.contains(key), let client = authority.clientID,
+                        existing?.writer.hasSameBytes(as: client) == true,
+                        try storedContent(key, layer: ref.id, in: db) == content
+                    {
+                        results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
+                        continue
+                    }
                     reject(.alreadyExists, "an annotation with this id exists")
                     continue
                 }
@@ -181,7 +186,18 @@ extension ServerDatabase {
         // (rejections too: a replay must not be applied later, when it might no longer
         // lose). Invalid content and a missing permission are decided the same way each
         // time, so they cost no row.
+        //
+        // A request's verdicts share one time, the replayed ones taking it too: they expire
+        // together, and the cleanup takes all of a time at once (``forgetExpiredVerdicts``).
+        // A request sent again past the window then finds all of its verdicts or none,
+        // never a later change's (a delete, say) without the earlier one's (the create it
+        // deleted, which decided afresh would come back).
         if let client = authority.clientID {
+            let refresh = try db.cachedStatement(
+                sql: "UPDATE appliedChange SET appliedAt = ? WHERE layerId = ? AND clientId = ? AND changeId = ?")
+            for result in results where result.replayed && earlier[result.changeId] != nil {
+                try refresh.execute(arguments: [now, ref.id, client, result.changeId])
+            }
             for (result, digest) in zip(results, digests) where !result.replayed {
                 if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
                 try remember.execute(arguments: [
@@ -193,6 +209,13 @@ extension ServerDatabase {
         guard !touched.isEmpty else { return (results, ref.revision) }
         try db.cachedStatement(sql: "UPDATE layer SET revision = ? WHERE id = ?").execute(arguments: [next, ref.id])
         return (results, next)
+    }
+
+    /// The content stored for a live record (as its canonical JSON text).
+    static func storedContent(_ key: RecordKey, layer: Int64, in db: Database) throws -> String? {
+        try String.fetchOne(
+            db, sql: "SELECT content FROM record WHERE layerId = ? AND annotationId = ? AND deleted = 0",
+            arguments: [layer, key.bytes])
     }
 
     /// The stored records (live or tombstones) of `ids` in a layer; an id without a record

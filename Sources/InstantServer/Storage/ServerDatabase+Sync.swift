@@ -23,6 +23,20 @@ extension ServerDatabase {
     /// lost can be sent again and get them: 7 days (docs/PROTOCOL.md).
     static let replayWindow: TimeInterval = 7 * 86400
 
+    /// Deletes verdicts past the window: a few hundred per sync across all layers, so no
+    /// sync pays for a large cleanup and quiet layers are cleaned too. All the verdicts of
+    /// one time go together (those of one request: see `apply`), so the last batch may
+    /// take a request's more.
+    static func forgetExpiredVerdicts(in db: Database, now: Date = Date()) throws {
+        let cutoff = now.addingTimeInterval(-replayWindow)
+        try db.execute(
+            sql: """
+                DELETE FROM appliedChange WHERE appliedAt < ? AND appliedAt <= (
+                    SELECT max(appliedAt) FROM (
+                        SELECT appliedAt FROM appliedChange WHERE appliedAt < ? ORDER BY appliedAt LIMIT 500))
+                """, arguments: [cutoff, cutoff])
+    }
+
     /// Applies a client's changes in order, first come first win, in one transaction, and
     /// returns the verdicts and the layer after them (`created` when this write created it).
     ///
@@ -56,13 +70,7 @@ extension ServerDatabase {
                 }
                 ref = try Self.completeFork(of: base, as: name, in: db)
             }
-            // Verdicts past the window go, a few hundred per sync across all layers, so
-            // no sync pays for a large cleanup and quiet layers are cleaned too.
-            try db.execute(
-                sql: """
-                    DELETE FROM appliedChange WHERE (layerId, clientId, changeId) IN (
-                        SELECT layerId, clientId, changeId FROM appliedChange WHERE appliedAt < ? LIMIT 500)
-                    """, arguments: [Date().addingTimeInterval(-Self.replayWindow)])
+            try Self.forgetExpiredVerdicts(in: db)
             // A client id is scoped by the token's user: another user's copy can never
             // borrow its verdicts or its immunity from conflicts.
             let authority = WriteAuthority(
