@@ -62,6 +62,40 @@ import Testing
         }
     }
 
+    /// A change the server refuses is dropped in the transaction that applies the verdict,
+    /// and the app learns of it (with the lost content, which exists nowhere else) only
+    /// after that. A process killed in between (`sync.afterApply`) leaves the report in the
+    /// layer: the next sync tells it, once.
+    @Test func aLostChangeWhoseProcessDiedBeforeTellingIsToldByTheNextSync() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            // Offline: a create of mine-0, then an update of it.
+            try await fixture.expectOK("add", "mine", "1")
+            // Another writer creates mine-0 first: our create loses (alreadyExists), and our
+            // update, made on our create, loses to theirs (conflict).
+            let theirs = try await server.sync(
+                "doc", token: fixture.jwt,
+                SyncRequest(
+                    clientId: "another-client-0001", epoch: nil, baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "mine-0", content: note("theirs", id: nil))])
+            )
+            #expect(theirs.results.first?.accepted == true)
+            let killed = try await fixture.run("sync", failpoint: "sync.afterApply")
+            #expect(killed.ending.signalled, "the sync should die after applying: \(killed.error)")
+            #expect(!killed.error.contains("lost mine-0"), "killed before telling")
+
+            let again = try await fixture.run("sync")
+            #expect(again.ending.status == 0, "\(again.error)")
+            #expect(again.output.contains("lost=2"), "\(again.output) \(again.error)")
+            #expect(again.error.contains("lost mine-0: alreadyExists") && again.error.contains("lost mine-0: conflict"))
+            let third = try await fixture.run("sync")
+            #expect(third.output.contains("lost=0"), "told once: \(third.error)")
+            try fixture.expectLocal(holds: ["mine-0"])
+        }
+    }
+
     /// What a download killed at a step leaves: nothing the catalog names (the PDF and its
     /// layer are committed together or not at all), downloading again completes it, and
     /// the store verifies clean once repair has swept what the dead process left (orphans,

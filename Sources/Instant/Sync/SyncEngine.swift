@@ -192,7 +192,7 @@ actor SyncEngine {
                 // One more round after a reset: from the snapshot's cursor, which a server
                 // that answers it normally confirms (ending the streak).
                 if outcome.resetRequired { again = true }
-                for lost in outcome.lost { client.emit(.didLoseChange(descriptor, lost)) }
+                try await round.reportLostChanges { client.emit(.didLoseChange(descriptor, $0)) }
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
             retryAttempt = 0

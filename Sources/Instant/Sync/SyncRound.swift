@@ -30,8 +30,6 @@ struct SyncRound {
     struct Outcome {
         /// The request carried changes.
         var sentChanges: Bool
-        /// Local changes the server did not take, with what it kept.
-        var lost: [InstantLostChange] = []
         /// The server refused the batch as too large: send fewer.
         var batchTooLarge = false
         /// The server refused the cursor (`resetRequired`), and the round took a snapshot.
@@ -92,12 +90,12 @@ struct SyncRound {
             // the server's version of the record back. (Only on the server's own word: a
             // 413 without its error body, from a proxy say, keeps every change.)
             await willReceive()
-            try await reset(acknowledgingThrough: pending[0].sequence, history: meta.epoch)
-            var outcome = Outcome(sentChanges: true)
-            outcome.lost = [
-                try await lostChange(pending[0], reason: .payloadLimitExceeded, message: failure.instantError.message)
-            ]
-            return outcome
+            let lost = LostChangeReport(
+                pending[0], reason: InstantLostChange.Reason.payloadLimitExceeded.rawValue,
+                message: failure.instantError.message
+            )
+            try await reset(acknowledgingThrough: pending[0].sequence, history: meta.epoch, losing: [lost])
+            return Outcome(sentChanges: true)
         case .failure(let failure):
             throw failure
         }
@@ -115,6 +113,11 @@ struct SyncRound {
         // content, no permission). Until then a failure leaves them pending, and sending
         // them again gets the same verdicts.
         let rejected = zip(pending, response.results).filter { !$0.1.accepted }
+        // Kept in the layer by the transaction that drops them, until the app is told.
+        let lost = rejected.map { change, result in
+            LostChangeReport(
+                change, reason: (result.reason ?? .conflict).rawValue, message: result.message)
+        }
         // A replayed change was applied in an earlier request; its record comes back in the
         // answer only if it changed after our base. After a reset, the base can lie past
         // it, and the record (perhaps changed since by another writer) must come from a
@@ -163,11 +166,13 @@ struct SyncRound {
                 try layer.applyServerChanges(
                     stored, newRevision: finishes ? revision : nil, epoch: epoch,
                     acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged,
-                    contentChecked: true)
+                    losing: finishes ? lost : [], contentChecked: true)
             }
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains(ExactString($0.id)) }, held: held))
             // (The page's epoch: a later page may be of a fork, which keeps the revisions.)
-            if needsSnapshot { try await reset(acknowledgingThrough: acknowledged, history: page.epoch) }
+            if needsSnapshot {
+                try await reset(acknowledgingThrough: acknowledged, history: page.epoch, losing: lost)
+            }
             guard let after = page.next else { break }
             try trail.follow(after, of: "answer to the sync")
             try Failpoint.check("sync.betweenPages")
@@ -189,7 +194,7 @@ struct SyncRound {
             case .failure(let failure) where failure.isResetRequired:
                 try checkMayReset()
                 resetRequired = true
-                try await reset(acknowledgingThrough: acknowledged, history: nil)
+                try await reset(acknowledgingThrough: acknowledged, history: nil, losing: lost)
             case .failure(let failure):
                 throw failure
             }
@@ -197,10 +202,6 @@ struct SyncRound {
         }
         var outcome = Outcome(sentChanges: !pending.isEmpty)
         outcome.resetRequired = resetRequired
-        for (change, result) in rejected {
-            let reason = result.reason.flatMap { InstantLostChange.Reason(rawValue: $0.rawValue) } ?? .conflict
-            outcome.lost.append(try await lostChange(change, reason: reason, message: result.message))
-        }
         return outcome
     }
 
@@ -223,16 +224,27 @@ struct SyncRound {
         return try await Offload.run { try body(layer) }
     }
 
-    /// A rejected change, with the record as the server has it now.
-    private func lostChange(_ change: PendingChange, reason: InstantLostChange.Reason, message: String?) async throws
-        -> InstantLostChange
-    {
-        let id = change.annotationID
-        let winner = try await onDisk { layer in try layer.annotation(id: id) }
-        return InstantLostChange(
-            annotationID: change.annotationID, kind: InstantLostChange.Kind(rawValue: change.kind.rawValue) ?? .update,
-            lostContent: change.content.flatMap { try? JSONValue.parse($0) }, reason: reason, message: message,
-            winner: winner.flatMap { try? JSONValue.parse($0.content) })
+    /// The lost changes the layer keeps (``LostChangeReport``): this round's, and any that
+    /// a process killed before it told the app left behind, each with the record as the
+    /// layer has it now (what won). `tell` gets them in order; they are forgotten after,
+    /// so a process killed in between tells them again rather than never.
+    func reportLostChanges(_ tell: (InstantLostChange) -> Void) async throws {
+        let reports = try await onDisk { layer in
+            try layer.lostChangeReports().map { report in
+                (report, try layer.annotation(id: report.annotationID))
+            }
+        }
+        guard let last = reports.last?.0.sequence else { return }
+        for (report, winner) in reports {
+            tell(
+                InstantLostChange(
+                    annotationID: report.annotationID,
+                    kind: InstantLostChange.Kind(rawValue: report.kind.rawValue) ?? .update,
+                    lostContent: report.content.flatMap { try? JSONValue.parse($0) },
+                    reason: InstantLostChange.Reason(rawValue: report.reason) ?? .conflict, message: report.message,
+                    winner: winner.flatMap { try? JSONValue.parse($0.content) }))
+        }
+        try await onDisk { layer in try layer.forgetLostChangeReports(through: last) }
     }
 
     /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
@@ -248,7 +260,12 @@ struct SyncRound {
     /// `history` nil (the server refused the cursor: the layer was created again, or lost
     /// revisions; or the cursor had no epoch), makes them the snapshot's revision: the old
     /// revisions mean nothing there.
-    func reset(acknowledgingThrough acknowledged: Int64? = nil, history: String?) async throws {
+    ///
+    /// `lost`: the changes through `acknowledged` the server refused, kept in the
+    /// snapshot's transaction until the app is told (``reportLostChanges(_:)``).
+    func reset(
+        acknowledgingThrough acknowledged: Int64? = nil, history: String?, losing lost: [LostChangeReport] = []
+    ) async throws {
         var rebasing = history == nil
         var attempts = 0
         while true {
@@ -290,17 +307,20 @@ struct SyncRound {
             if let history, !first.continues(history) { rebasing = true }
             try Failpoint.check("reset.beforeApply")
             let (records, rebase) = (stored, rebasing)
-            // Read before the snapshot's transaction: a local change another process makes in
+            // What the snapshot changes is worked out before it is applied (a failure there
+            // leaves the layer as it was, rather than the changes applied and never told),
+            // from reads before its transaction: a local change another process makes in
             // between can be misreported (never misapplied).
-            let (before, local) = try await onDisk { layer in
-                let before = try layer.annotations()
-                let local = try layer.pendingAnnotationIDs(after: acknowledged)
+            let changes = try await onDisk { layer in
+                let changes = try Self.snapshotChanges(
+                    before: try layer.annotations(), after: records,
+                    local: try layer.pendingAnnotationIDs(after: acknowledged), revision: first.revision)
                 try layer.applySnapshot(
                     records, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
-                    rebasingPending: rebase)
-                return (before, local)
+                    losing: lost, rebasingPending: rebase)
+                return changes
             }
-            onReceive(try Self.snapshotChanges(before: before, after: records, local: local, revision: first.revision))
+            onReceive(changes)
             return
         }
     }

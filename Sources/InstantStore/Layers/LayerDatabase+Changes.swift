@@ -76,13 +76,17 @@ extension LayerDatabase {
     /// writer changed after them is still news to them, although the snapshot shows it.
     /// With `rebasingPending` (a snapshot of another history: the layer was created again
     /// on the server, or the cursor had no epoch), they are made against the snapshot.
+    ///
+    /// `losing`: the decided changes the server refused, kept until the app has been told
+    /// (``lostChangeReports()``).
     public func applySnapshot(
         _ records: [ServerRecord], revision: Int64, epoch: String? = nil, acknowledgedThrough: Int64? = nil,
-        rebasingPending: Bool = false
+        losing lost: [LostChangeReport] = [], rebasingPending: Bool = false
     ) throws(StoreError) {
         for record in records { try AnnotationContent.validate(record.content) }
         try write { db in
             if let acknowledgedThrough { try LayerDatabase.dropDecided(db, through: acknowledgedThrough) }
+            try LayerDatabase.keep(lost, in: db)
             if rebasingPending {
                 try db.execute(sql: "UPDATE localChange SET baseRevision = ?", arguments: [revision])
             }
@@ -108,13 +112,15 @@ extension LayerDatabase {
     /// A page that is not the last leaves the cursor where it was: a sync interrupted
     /// between pages starts again from there, and applying a change twice gives the same
     /// state. Pass the last change the answer decided as `decidedThrough` on every page.
+    /// `losing`, with `acknowledgedThrough`: the decided changes the server refused, kept
+    /// until the app has been told (``lostChangeReports()``).
     public func applyServerChanges(
         _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?,
-        decidedThrough: Int64? = nil
+        decidedThrough: Int64? = nil, losing lost: [LostChangeReport] = []
     ) throws(StoreError) {
         try applyServerChanges(
             changes, newRevision: newRevision, epoch: epoch, acknowledgedThrough: acknowledgedThrough,
-            decidedThrough: decidedThrough, contentChecked: false)
+            decidedThrough: decidedThrough, losing: lost, contentChecked: false)
     }
 
     /// ``applyServerChanges(_:newRevision:epoch:acknowledgedThrough:decidedThrough:)`` for
@@ -122,13 +128,14 @@ extension LayerDatabase {
     /// client's sync), which is not parsed again.
     package func applyServerChanges(
         _ changes: [ServerChange], newRevision: Int64?, epoch: String? = nil, acknowledgedThrough: Int64?,
-        decidedThrough: Int64? = nil, contentChecked: Bool
+        decidedThrough: Int64? = nil, losing lost: [LostChangeReport] = [], contentChecked: Bool
     ) throws(StoreError) {
         if !contentChecked {
             for change in changes { if let content = change.content { try AnnotationContent.validate(content) } }
         }
         try write { db in
             if let acknowledgedThrough { try LayerDatabase.dropDecided(db, through: acknowledgedThrough) }
+            try LayerDatabase.keep(lost, in: db)
             let upsert = try db.cachedStatement(
                 sql:
                     "INSERT OR REPLACE INTO record (annotationId, content, serverRevision, deleted) VALUES (?, ?, ?, 0)"

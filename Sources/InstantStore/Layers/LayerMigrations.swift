@@ -37,6 +37,7 @@ enum LayerMigrations {
         migrator.registerMigration("layer-v3", migrate: numberChangesInMeta)
         migrator.registerMigration("layer-v4", migrate: addChangeBases)
         migrator.registerMigration("layer-v5", migrate: addBaseEpoch)
+        migrator.registerMigration("layer-v6", migrate: addLostChanges)
         return migrator
     }
 
@@ -116,6 +117,21 @@ enum LayerMigrations {
         try db.execute(sql: "ALTER TABLE meta ADD COLUMN baseEpoch TEXT")
     }
 
+    /// The local changes the server decided against, kept from the transaction that drops
+    /// them until the app has been told (``LostChangeReport``).
+    static func addLostChanges(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS lostChange (
+                    seq INTEGER PRIMARY KEY,
+                    annotationId BLOB NOT NULL,
+                    kind TEXT NOT NULL,
+                    content BLOB,
+                    reason TEXT NOT NULL,
+                    message TEXT)
+                """)
+    }
+
     /// Brings a file made by an older version up to date, race-free across processes: the
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
@@ -151,6 +167,10 @@ enum LayerMigrations {
             if !applied.contains("layer-v5") {
                 try addBaseEpoch(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v5')")
+            }
+            if !applied.contains("layer-v6") {
+                try addLostChanges(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v6')")
             }
             return .commit
         }

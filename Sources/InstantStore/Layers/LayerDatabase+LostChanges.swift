@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+
+/// A local change the server decided against (another writer's change won, say), kept in
+/// the layer from the transaction that drops it until the app has been told.
+///
+/// The change's content exists nowhere else once it is dropped: a process killed between
+/// that transaction and its report would lose it for good. Kept here, it is reported by the
+/// next sync that runs (in this process or another), then forgotten.
+public struct LostChangeReport: Sendable, Equatable {
+    /// The change's number (``PendingChange/sequence``).
+    public var sequence: Int64
+    public var annotationID: String
+    public var kind: PendingChange.Kind
+    /// The annotation's content after the change; nil for a deletion.
+    public var content: Data?
+    /// Why it lost, as the protocol names it (`conflict`, `alreadyExists`, …).
+    public var reason: String
+    /// The server's explanation, when it gave one.
+    public var message: String?
+
+    public init(
+        _ change: PendingChange, reason: String, message: String?
+    ) {
+        self.init(
+            sequence: change.sequence, annotationID: change.annotationID, kind: change.kind, content: change.content,
+            reason: reason, message: message)
+    }
+
+    public init(
+        sequence: Int64, annotationID: String, kind: PendingChange.Kind, content: Data?, reason: String,
+        message: String?
+    ) {
+        self.sequence = sequence
+        self.annotationID = annotationID
+        self.kind = kind
+        self.content = content
+        self.reason = reason
+        self.message = message
+    }
+}
+
+extension LayerDatabase {
+    /// The lost changes not reported yet, oldest first.
+    ///
+    /// ```swift
+    /// let reports = try layer.lostChangeReports()
+    /// for report in reports { tell(report) }
+    /// if let last = reports.last { try layer.forgetLostChangeReports(through: last.sequence) }
+    /// ```
+    public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
+                guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+                    throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
+                }
+                return LostChangeReport(
+                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
+                    content: row["content"], reason: row["reason"], message: row["message"])
+            }
+        }
+    }
+
+    /// Forgets the lost changes through `sequence`: the app has been told of them.
+    public func forgetLostChangeReports(through sequence: Int64) throws(StoreError) {
+        try write { db in try db.execute(sql: "DELETE FROM lostChange WHERE seq <= ?", arguments: [sequence]) }
+    }
+
+    /// Keeps `reports`, inside the transaction that drops their changes.
+    static func keep(_ reports: [LostChangeReport], in db: Database) throws {
+        guard !reports.isEmpty else { return }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO lostChange (seq, annotationId, kind, content, reason, message)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """)
+        for report in reports {
+            try insert.execute(arguments: [
+                report.sequence, report.annotationID.storedBytes, report.kind.rawValue, report.content, report.reason,
+                report.message,
+            ])
+        }
+    }
+}
