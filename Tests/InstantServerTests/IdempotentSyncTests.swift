@@ -251,18 +251,7 @@ import ServerTestSupport
     /// create, and loses with `alreadyExists` rather than take the update back.
     @Test func aCreateSentAgainPastTheWindowDoesNotTakeBackTheClientsLaterChange() async throws {
         try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
-            let client = "ana-8-0123456789abcdef"
-            let create = ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A"))
-            let first = try await server.sync(
-                "d", token: ana, SyncRequest(clientId: client, baseRevision: 0, changes: [create]))
-            let both = SyncRequest(
-                clientId: client, baseRevision: 0,
-                changes: [create, ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))])
-            let second = try await server.sync("d", token: ana, both)
-            #expect(second.results.map(\.replayed) == [true, false] && second.results.allSatisfy(\.accepted))
-
+            let (ana, both, first) = try await Self.createThenUpdate(on: server, client: "ana-8-0123456789abcdef")
             try server.ageVerdicts(byDays: 8, changeIds: 1...1)
             let late = try await server.sync("d", token: ana, both)
             #expect(late.results.map(\.reason) == [.alreadyExists, nil], "\(late.results)")
@@ -278,21 +267,32 @@ import ServerTestSupport
     /// update, is still answered as a replay two days later.
     @Test func aReplayedVerdictLivesAsLongAsTheRequestThatReplayedIt() async throws {
         try await TestServer.with { server in
-            try await server.upload("d", samplePDF(2_000))
-            let ana = try await server.token(document: "d", user: "ana")
-            let client = "ana-9-0123456789abcdef"
-            let create = ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A"))
-            _ = try await server.sync(
-                "d", token: ana, SyncRequest(clientId: client, baseRevision: 0, changes: [create]))
-            try server.ageVerdicts(byDays: 6)
-            let both = SyncRequest(
-                clientId: client, baseRevision: 0,
-                changes: [create, ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))])
-            _ = try await server.sync("d", token: ana, both)
+            let (ana, both, _) = try await Self.createThenUpdate(
+                on: server, client: "ana-9-0123456789abcdef", daysBetween: 6)
             try server.ageVerdicts(byDays: 2)
             let late = try await server.sync("d", token: ana, both)
             #expect(late.results.map(\.replayed) == [true, true], "\(late.results)")
         }
+    }
+
+    /// Ana's create of x (A), its answer lost, then `daysBetween` days later the same
+    /// request again with her update of x (B): the create replayed, the update applied.
+    /// Returns her token, that second request and the first answer.
+    private static func createThenUpdate(on server: TestServer, client: String, daysBetween: Int = 0)
+        async throws -> (token: String, both: SyncRequest, first: SyncResponse)
+    {
+        try await server.upload("d", samplePDF(2_000))
+        let ana = try await server.token(document: "d", user: "ana")
+        let create = ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("A"))
+        let first = try await server.sync(
+            "d", token: ana, SyncRequest(clientId: client, baseRevision: 0, changes: [create]))
+        if daysBetween > 0 { try server.ageVerdicts(byDays: daysBetween) }
+        let both = SyncRequest(
+            clientId: client, baseRevision: 0,
+            changes: [create, ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))])
+        let second = try await server.sync("d", token: ana, both)
+        #expect(second.results.map(\.replayed) == [true, false] && second.results.allSatisfy { $0.accepted })
+        return (ana, both, first)
     }
 
     /// The cleanup of expired verdicts, a few hundred per sync, takes all of one request's
