@@ -245,10 +245,11 @@ import ServerTestSupport
     }
 
     /// Ana's create of x is applied, its answer lost; sent again with her update of x,
-    /// it is replayed and the update applied; that answer is lost too. Past the window
-    /// the create's verdict may be gone while the update's is kept (aged here by hand):
-    /// decided afresh, the create finds her own record holding the update, not the
-    /// create, and loses with `alreadyExists` rather than take the update back.
+    /// it is replayed and the update applied; that answer is lost too. Should the create's
+    /// verdict be gone while the update's is kept (aged here by hand: the server keeps a
+    /// request's verdicts together, but a store written by an older version may not have),
+    /// the create decided afresh finds her own record holding the update, not the create,
+    /// and loses with `alreadyExists` rather than take the update back.
     @Test func aCreateSentAgainPastTheWindowDoesNotTakeBackTheClientsLaterChange() async throws {
         try await TestServer.with { server in
             let (ana, both, first) = try await Self.createThenUpdate(on: server, client: "ana-8-0123456789abcdef")
@@ -275,6 +276,49 @@ import ServerTestSupport
         }
     }
 
+    /// Ana's create of x is applied, its answer lost; past the window she sends it again
+    /// with her update of x: the create, whose record still holds it, is answered as a
+    /// replay, the update applied. That answer is lost too; sent a third time, both get
+    /// their verdicts (the create's was kept on the second sending), and nothing is
+    /// reported lost.
+    @Test func aCreateAnsweredAsAReplayPastTheWindowKeepsItsVerdict() async throws {
+        try await TestServer.with { server in
+            let (ana, both, _) = try await Self.createThenUpdate(
+                on: server, client: "ana-11-0123456789abcdef", daysBetween: 8)
+            let third = try await server.sync("d", token: ana, both)
+            #expect(third.results.map(\.replayed) == [true, true], "\(third.results)")
+            #expect(third.results.allSatisfy { $0.accepted })
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: ana).json(LayerSnapshot.self)
+            #expect(snapshot.records.first?.content["text"] == .string("B"))
+        }
+    }
+
+    /// A request sent again with fewer of its changes (its client halved its batches)
+    /// renews the verdicts of all of them: the whole request (a create and a delete),
+    /// sent later still, finds every verdict.
+    @Test func aReplayOfPartOfARequestRenewsAllOfItsVerdicts() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let client = "ana-12-0123456789abcdef"
+            let changes = [
+                ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n")),
+                ClientChange(changeId: 2, kind: .delete, id: "n"),
+            ]
+            let whole = SyncRequest(clientId: client, baseRevision: 0, changes: changes)
+            _ = try await server.sync("d", token: ana, whole)
+            try server.ageVerdicts(byDays: 6)
+            let part = try await server.sync(
+                "d", token: ana, SyncRequest(clientId: client, baseRevision: 0, changes: [changes[0]]))
+            #expect(part.results.first?.replayed == true)
+            try server.ageVerdicts(byDays: 2)
+            let again = try await server.sync("d", token: ana, whole)
+            // (The delete decided afresh would lose with notFound.)
+            #expect(again.results.map(\.replayed) == [true, true], "\(again.results)")
+            #expect(again.results.allSatisfy { $0.accepted })
+        }
+    }
+
     /// Ana's create of x (A), its answer lost, then `daysBetween` days later the same
     /// request again with her update of x (B): the create replayed, the update applied.
     /// Returns her token, that second request and the first answer.
@@ -291,16 +335,19 @@ import ServerTestSupport
             clientId: client, baseRevision: 0,
             changes: [create, ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("B"))])
         let second = try await server.sync("d", token: ana, both)
-        #expect(second.results.map(\.replayed) == [true, false] && second.results.allSatisfy { $0.accepted })
+        #expect(
+            second.results.map(\.replayed) == [true, false] && second.results.allSatisfy { $0.accepted },
+            "\(second.results)")
         return (ana, both, first)
     }
 
-    /// The cleanup of expired verdicts, a few hundred per sync, takes all of one request's
-    /// at once. Here 499 older verdicts and a request that created x and deleted it (its
-    /// answer lost) are all past the window: a batch of 500 that stopped inside that
-    /// request would forget the create's verdict and keep the delete's, and the request
-    /// sent again would bring x back (the create decided afresh, the delete replayed).
-    @Test func theCleanupForgetsARequestsVerdictsTogether() async throws {
+    /// A request's verdicts expire together, whatever the pace of the cleanup (500 a
+    /// sync). Here 499 older verdicts and a request that created x and deleted it (its
+    /// answer lost) are all past the window: a cleanup batch that stopped inside that
+    /// request must not leave the delete's verdict readable without the create's, or the
+    /// request sent again would bring x back (the create decided afresh, the delete
+    /// replayed).
+    @Test func aRequestsVerdictsExpireTogetherWhateverTheCleanupsPace() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
             let ana = try await server.token(document: "d", user: "ana")

@@ -25,6 +25,9 @@ extension ServerDatabase {
         var message: String?
         /// SHA-256 of the change as sent then (``digest(_:contentBytes:)``).
         var digest: Data
+        /// When it was decided (or last replayed), as stored: the verdicts of one request
+        /// share it.
+        var appliedAt: DatabaseValue
     }
 
     /// How many ids one read names: under the 999 variables older SQLite builds allow.
@@ -62,15 +65,20 @@ extension ServerDatabase {
         var digests: [Data?] = []
         digests.reserveCapacity(changes.count)
         var touched = Set<RecordKey>()
+        // Creates answered as replays without a verdict (their record holds them): one is
+        // kept for them now, as for a change decided here.
+        var matchedReplays = Set<Int64>()
         let keys = changes.map { RecordKey($0.id) }
         let earlier =
             try authority.clientID.map {
                 try recordedVerdicts(client: $0, changeIds: changes.map(\.changeId), layer: ref.id, in: db)
             } ?? [:]
         var records = authority.canWrite ? try recordStates(keys, layer: ref.id, in: db) : [:]
+        // (Over an expired verdict the cleanup has not deleted yet.)
         let remember = try db.cachedStatement(
             sql: """
-                INSERT INTO appliedChange (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
+                INSERT OR REPLACE INTO appliedChange
+                    (layerId, clientId, changeId, accepted, reason, message, digest, appliedAt)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         // Formatted once: a Date becomes its text on every binding.
@@ -150,6 +158,7 @@ extension ServerDatabase {
                         try storedContent(key, layer: ref.id, in: db) == content
                     {
                         results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
+                        matchedReplays.insert(change.changeId)
                         continue
                     }
                     reject(.alreadyExists, "an annotation with this id exists")
@@ -187,18 +196,20 @@ extension ServerDatabase {
         // lose). Invalid content and a missing permission are decided the same way each
         // time, so they cost no row.
         //
-        // A request's verdicts share one time, the replayed ones taking it too: they expire
-        // together, and the cleanup takes all of a time at once (``forgetExpiredVerdicts``).
-        // A request sent again past the window then finds all of its verdicts or none,
-        // never a later change's (a delete, say) without the earlier one's (the create it
-        // deleted, which decided afresh would come back).
+        // A request's verdicts share one time, the replayed ones taking it too, and expire
+        // together when read (``recordedVerdicts``): a request sent again past the window
+        // finds all of its verdicts or none, never a later change's (a delete, say)
+        // without the earlier one's (the create it deleted, which decided afresh would
+        // come back).
         if let client = authority.clientID {
+            // Every verdict of the requests replayed here takes this request's time, also
+            // those this request did not carry (a request sent again with fewer changes).
             let refresh = try db.cachedStatement(
-                sql: "UPDATE appliedChange SET appliedAt = ? WHERE layerId = ? AND clientId = ? AND changeId = ?")
-            for result in results where result.replayed && earlier[result.changeId] != nil {
-                try refresh.execute(arguments: [now, ref.id, client, result.changeId])
-            }
-            for (result, digest) in zip(results, digests) where !result.replayed {
+                sql: "UPDATE appliedChange SET appliedAt = ? WHERE layerId = ? AND clientId = ? AND appliedAt = ?")
+            let replayedTimes = Set(results.compactMap { $0.replayed ? earlier[$0.changeId]?.appliedAt : nil })
+            for time in replayedTimes { try refresh.execute(arguments: [now, ref.id, client, time]) }
+            for (result, digest) in zip(results, digests)
+            where !result.replayed || matchedReplays.contains(result.changeId) {
                 if let reason = result.reason, [.invalidAnnotation, .permissionDenied].contains(reason) { continue }
                 try remember.execute(arguments: [
                     ref.id, client, result.changeId, result.accepted, result.reason?.rawValue, result.message,
@@ -252,12 +263,16 @@ extension ServerDatabase {
         -> [Int64: RecordedVerdict]
     {
         guard let low = changeIds.min(), let high = changeIds.max() else { return [:] }
-        let columns = "SELECT changeId, accepted, reason, message, digest FROM appliedChange"
+        // Past the window a verdict is no more, whether the cleanup has deleted it yet or
+        // not: all of one request's expire at once, whatever the cleanup's pace.
+        let cutoff = Date().addingTimeInterval(-replayWindow)
+        let columns = "SELECT changeId, accepted, reason, message, digest, appliedAt FROM appliedChange"
         var verdicts: [Int64: RecordedVerdict] = [:]
         func keep(_ row: Row) {
+            guard let decided = row[5] as Date?, decided >= cutoff else { return }
             verdicts[row[0]] = RecordedVerdict(
                 accepted: row[1], reason: (row[2] as String?).flatMap(RejectionReason.init(rawValue:)),
-                message: row[3], digest: row[4])
+                message: row[3], digest: row[4], appliedAt: row[5])
         }
         let (span, overflow) = high.subtractingReportingOverflow(low)
         guard !overflow, span < 2 * Int64(changeIds.count) + 64 else {

@@ -23,18 +23,15 @@ extension ServerDatabase {
     /// lost can be sent again and get them: 7 days (docs/PROTOCOL.md).
     static let replayWindow: TimeInterval = 7 * 86400
 
-    /// Deletes verdicts past the window: a few hundred per sync across all layers, so no
-    /// sync pays for a large cleanup and quiet layers are cleaned too. All the verdicts of
-    /// one time go together (those of one request: see `apply`), so the last batch may
-    /// take a request's more.
+    /// Deletes verdicts past the window, 500 per sync across all layers, so no sync pays
+    /// for a large cleanup and quiet layers are cleaned too. It only frees space: a verdict
+    /// past the window is no longer read (``recordedVerdicts``), deleted or not.
     static func forgetExpiredVerdicts(in db: Database, now: Date = Date()) throws {
-        let cutoff = now.addingTimeInterval(-replayWindow)
         try db.execute(
             sql: """
-                DELETE FROM appliedChange WHERE appliedAt < ? AND appliedAt <= (
-                    SELECT max(appliedAt) FROM (
-                        SELECT appliedAt FROM appliedChange WHERE appliedAt < ? ORDER BY appliedAt LIMIT 500))
-                """, arguments: [cutoff, cutoff])
+                DELETE FROM appliedChange WHERE (layerId, clientId, changeId) IN (
+                    SELECT layerId, clientId, changeId FROM appliedChange WHERE appliedAt < ? LIMIT 500)
+                """, arguments: [now.addingTimeInterval(-replayWindow)])
     }
 
     /// Applies a client's changes in order, first come first win, in one transaction, and
