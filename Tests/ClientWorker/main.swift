@@ -84,7 +84,9 @@ do {
             switch event {
             case .didLoseChange(_, let change):
                 await lost.add()
-                FileHandle.standardError.write(Data("lost \(change.annotationID): \(change.reason)\n".utf8))
+                let winner = change.winner?["text"]?.string ?? "none"
+                FileHandle.standardError.write(
+                    Data("lost \(change.annotationID): \(change.reason) winner=\(winner)\n".utf8))
             case .didFinishSync, .didFailSync, .didFailAuthentication: await lost.cycleEnded()
             default: break
             }

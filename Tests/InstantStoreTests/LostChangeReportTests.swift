@@ -36,6 +36,38 @@ import Testing
         #expect(try layer.lostChangeReports().isEmpty)
     }
 
+    /// A layer whose only local data is a lost change not told yet (with what won) is kept
+    /// by what must not lose changes: a removal that refuses them (prune's, `rm` after an
+    /// export), and garbage collection, which takes the file back rather than delete it.
+    /// A forced removal takes it.
+    @Test func anUntoldLostChangeKeepsItsLayerFromCleanups() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 1)
+        try layer.create(id: "a", content: note("mine"))
+        let change = try #require(try layer.pendingChanges().first)
+        try layer.applyServerChanges(
+            [ServerChange(annotationID: "a", content: note("theirs"), revision: 2)], newRevision: 2,
+            acknowledgedThrough: change.sequence,
+            losing: [LostChangeReport(change, reason: "alreadyExists", message: nil, winner: note("theirs"))])
+        #expect(try layer.pendingChangeCount() == 0)
+        #expect(try layer.lostChangeReports().map(\.winner) == [note("theirs")])
+        let key = layer.key
+        layer.close()
+
+        #expect(throws: StoreError.pendingChanges(layers: 1, changes: 1)) {
+            try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .refuse)
+        }
+        let pruned = try scratch.store.prune(PruneOptions(olderThan: 0))
+        #expect(pruned.removed.layers.isEmpty, "\(pruned.removed)")
+        try dropLayerRow(scratch.store, key: key)
+        _ = try scratch.store.collectGarbage()
+        let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try back.lostChangeReports().map(\.annotationID) == ["a"], "taken back, not deleted")
+        back.close()
+        try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
+        #expect(try scratch.store.localDescriptors().isEmpty)
+    }
+
     /// A file of the format before layer-v6 gets the table when it is opened.
     @Test func aFileFromBeforeGetsTheTable() throws {
         let scratch = try Scratch()

@@ -89,7 +89,9 @@ import Testing
             let again = try await fixture.run("sync")
             #expect(again.ending.status == 0, "\(again.error)")
             #expect(again.output.contains("lost=2"), "\(again.output) \(again.error)")
-            #expect(again.error.contains("lost mine-0: alreadyExists") && again.error.contains("lost mine-0: conflict"))
+            // With what won: the other writer's note, as the answer brought it.
+            #expect(again.error.contains("lost mine-0: alreadyExists winner=theirs"), "\(again.error)")
+            #expect(again.error.contains("lost mine-0: conflict winner=theirs"))
             let third = try await fixture.run("sync")
             #expect(third.output.contains("lost=0"), "told once: \(third.error)")
             try fixture.expectLocal(holds: ["mine-0"])

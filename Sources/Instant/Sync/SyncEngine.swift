@@ -183,6 +183,10 @@ actor SyncEngine {
                 // between ours, could move the cursor back under our answer.
                 let lock = try await Self.syncLock(client.store, layer)
                 defer { lock.release() }
+                // Lost changes a process killed before telling left behind: told before the
+                // round, which may fail (offline), and this round's after it.
+                let tell = { @Sendable (lost: InstantLostChange) in client.emit(.didLoseChange(descriptor, lost)) }
+                try await round.reportLostChanges(tell)
                 let outcome = try await round.run(
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
@@ -192,7 +196,7 @@ actor SyncEngine {
                 // One more round after a reset: from the snapshot's cursor, which a server
                 // that answers it normally confirms (ending the streak).
                 if outcome.resetRequired { again = true }
-                try await round.reportLostChanges { client.emit(.didLoseChange(descriptor, $0)) }
+                try await round.reportLostChanges(tell)
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
             retryAttempt = 0

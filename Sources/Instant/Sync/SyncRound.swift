@@ -113,8 +113,9 @@ struct SyncRound {
         // content, no permission). Until then a failure leaves them pending, and sending
         // them again gets the same verdicts.
         let rejected = zip(pending, response.results).filter { !$0.1.accepted }
-        // Kept in the layer by the transaction that drops them, until the app is told.
-        let lost = rejected.map { change, result in
+        // Kept in the layer by the transaction that drops them, until the app is told,
+        // each with what won: the server's version, as the pages bring it.
+        var lost = rejected.map { change, result in
             LostChangeReport(
                 change, reason: (result.reason ?? .conflict).rawValue, message: result.message)
         }
@@ -161,12 +162,13 @@ struct SyncRound {
                     || replayed.contains { !changed.contains(ExactString($0.0.annotationID)) })
             let finishes = last && !needsSnapshot
             let stored = try page.changes.map(Self.storeChange)
-            let (revision, epoch) = (page.revision, page.epoch)
+            lost = Self.won(lost, from: stored.map { ($0.annotationID, $0.content) })
+            let (revision, epoch, losing) = (page.revision, page.epoch, finishes ? lost : [])
             try await onDisk { layer in
                 try layer.applyServerChanges(
                     stored, newRevision: finishes ? revision : nil, epoch: epoch,
                     acknowledgedThrough: finishes ? acknowledged : nil, decidedThrough: acknowledged,
-                    losing: finishes ? lost : [], contentChecked: true)
+                    losing: losing, contentChecked: true)
             }
             onReceive(Self.serverChanges(theirs.filter { !shadowed.contains(ExactString($0.id)) }, held: held))
             // (The page's epoch: a later page may be of a fork, which keeps the revisions.)
@@ -225,26 +227,35 @@ struct SyncRound {
     }
 
     /// The lost changes the layer keeps (``LostChangeReport``): this round's, and any that
-    /// a process killed before it told the app left behind, each with the record as the
-    /// layer has it now (what won). `tell` gets them in order; they are forgotten after,
-    /// so a process killed in between tells them again rather than never.
+    /// a process killed before it told the app left behind, each with what won (the
+    /// server's version when it was dropped). `tell` gets them in order; they are
+    /// forgotten after, so a process killed in between tells them again rather than never.
     func reportLostChanges(_ tell: (InstantLostChange) -> Void) async throws {
-        let reports = try await onDisk { layer in
-            try layer.lostChangeReports().map { report in
-                (report, try layer.annotation(id: report.annotationID))
-            }
-        }
-        guard let last = reports.last?.0.sequence else { return }
-        for (report, winner) in reports {
+        let reports = try await onDisk { layer in try layer.lostChangeReports() }
+        guard let last = reports.last?.sequence else { return }
+        for report in reports {
             tell(
                 InstantLostChange(
                     annotationID: report.annotationID,
                     kind: InstantLostChange.Kind(rawValue: report.kind.rawValue) ?? .update,
                     lostContent: report.content.flatMap { try? JSONValue.parse($0) },
                     reason: InstantLostChange.Reason(rawValue: report.reason) ?? .conflict, message: report.message,
-                    winner: winner.flatMap { try? JSONValue.parse($0.content) }))
+                    winner: report.winner.flatMap { try? JSONValue.parse($0) }))
         }
         try await onDisk { layer in try layer.forgetLostChangeReports(through: last) }
+    }
+
+    /// `lost` with what won as `records` (id and content, nil when deleted) have it: the
+    /// server's records, in order, the last of an id counting.
+    static func won(_ lost: [LostChangeReport], from records: [(id: String, content: Data?)]) -> [LostChangeReport] {
+        guard !lost.isEmpty else { return lost }
+        var latest: [ExactString: Data?] = [:]
+        for record in records { latest[ExactString(record.id)] = .some(record.content) }
+        return lost.map { report in
+            var report = report
+            if let content = latest[ExactString(report.annotationID)] { report.winner = content }
+            return report
+        }
     }
 
     /// Takes a snapshot of the layer (every page) and makes it the layer's records, with
@@ -315,6 +326,13 @@ struct SyncRound {
                 let changes = try Self.snapshotChanges(
                     before: try layer.annotations(), after: records,
                     local: try layer.pendingAnnotationIDs(after: acknowledged), revision: first.revision)
+                // What won, for a change lost: the snapshot's record, or none.
+                var lost = lost.map { report in
+                    var report = report
+                    report.winner = nil
+                    return report
+                }
+                lost = Self.won(lost, from: records.map { ($0.id, $0.content) })
                 try layer.applySnapshot(
                     records, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
                     losing: lost, rebasingPending: rebase)

@@ -18,18 +18,19 @@ public struct LostChangeReport: Sendable, Equatable {
     public var reason: String
     /// The server's explanation, when it gave one.
     public var message: String?
+    /// What won: the server's version of the record when the change was dropped; nil when
+    /// the server has no such record (deleted, or never created).
+    public var winner: Data?
 
-    public init(
-        _ change: PendingChange, reason: String, message: String?
-    ) {
+    public init(_ change: PendingChange, reason: String, message: String?, winner: Data? = nil) {
         self.init(
             sequence: change.sequence, annotationID: change.annotationID, kind: change.kind, content: change.content,
-            reason: reason, message: message)
+            reason: reason, message: message, winner: winner)
     }
 
     public init(
         sequence: Int64, annotationID: String, kind: PendingChange.Kind, content: Data?, reason: String,
-        message: String?
+        message: String?, winner: Data? = nil
     ) {
         self.sequence = sequence
         self.annotationID = annotationID
@@ -37,6 +38,7 @@ public struct LostChangeReport: Sendable, Equatable {
         self.content = content
         self.reason = reason
         self.message = message
+        self.winner = winner
     }
 }
 
@@ -56,9 +58,15 @@ extension LayerDatabase {
                 }
                 return LostChangeReport(
                     sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                    content: row["content"], reason: row["reason"], message: row["message"])
+                    content: row["content"], reason: row["reason"], message: row["message"], winner: row["winner"])
             }
         }
+    }
+
+    /// How many lost changes wait to be told (in a sound file: removal, garbage collection
+    /// and the catalog rebuild keep a layer that holds any, as one with pending changes).
+    static func countLost(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
     }
 
     /// Forgets the lost changes through `sequence`: the app has been told of them.
@@ -71,13 +79,13 @@ extension LayerDatabase {
         guard !reports.isEmpty else { return }
         let insert = try db.cachedStatement(
             sql: """
-                INSERT OR REPLACE INTO lostChange (seq, annotationId, kind, content, reason, message)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO lostChange (seq, annotationId, kind, content, reason, message, winner)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """)
         for report in reports {
             try insert.execute(arguments: [
                 report.sequence, report.annotationID.storedBytes, report.kind.rawValue, report.content, report.reason,
-                report.message,
+                report.message, report.winner,
             ])
         }
     }

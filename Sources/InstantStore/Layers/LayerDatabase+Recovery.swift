@@ -5,8 +5,10 @@ import GRDB
 /// health, and reading what it holds when it is damaged.
 extension LayerDatabase {
     /// Marks the layer removed under its write lock, unless it holds a pending change later
-    /// than `allowed` (0: any pending change keeps it). Returns the number of pending
-    /// changes, and whether it was marked.
+    /// than `allowed` (0: any keeps it), or, unless `allowed` is `.max` (everything may go),
+    /// a lost change not told to the app yet (``LostChangeReport``). Returns the number of
+    /// pending changes (with the untold lost ones when they keep it), and whether it was
+    /// marked.
     func markRemoved(allowingPendingThrough allowed: Int64) throws(StoreError) -> (pending: Int64, marked: Bool) {
         do {
             return try queue.writeWithoutTransaction { db in
@@ -14,8 +16,11 @@ extension LayerDatabase {
                 try db.inTransaction(.immediate) {
                     let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
                     let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM localChange") ?? 0
-                    if latest > allowed {
-                        outcome = (pending, false)
+                    // Untold lost changes keep it unless everything may go (an export holds
+                    // pending changes only); they count as local changes: a sync tells them.
+                    let lost = try LayerDatabase.countLost(db)
+                    if latest > allowed || (lost > 0 && allowed < .max) {
+                        outcome = (pending + lost, false)
                         return .rollback
                     }
                     try db.execute(sql: "UPDATE meta SET removed = 1")

@@ -213,11 +213,12 @@ public final class LayerDatabase: Sendable {
         let counts = try read { db in
             (
                 try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE deleted = 0") ?? 0,
-                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
+                try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0,
+                try Self.countLost(db)
             )
         }
         let bytes = try (FileSystem.fileSize(path) ?? 0) + (FileSystem.fileSize(path + "-wal") ?? 0)
-        return LayerSummary(annotationCount: counts.0, pendingCount: counts.1, bytes: bytes)
+        return LayerSummary(annotationCount: counts.0, pendingCount: counts.1, bytes: bytes, lostCount: counts.2)
     }
 
     /// Closes the file; later calls fail.

@@ -128,7 +128,8 @@ enum LayerMigrations {
                     kind TEXT NOT NULL,
                     content BLOB,
                     reason TEXT NOT NULL,
-                    message TEXT)
+                    message TEXT,
+                    winner BLOB)
                 """)
     }
 

@@ -117,6 +117,12 @@ struct LayerSummary: Sendable, Equatable {
     var annotationCount: Int64
     var pendingCount: Int64
     var bytes: Int64
+    /// Lost changes not told to the app yet (``LostChangeReport``): their content exists
+    /// nowhere else, so the file is kept as for pending changes.
+    var lostCount: Int64 = 0
+
+    /// Pending changes or untold lost ones: what no cleanup may delete.
+    var holdsLocalData: Bool { pendingCount > 0 || lostCount > 0 }
 }
 
 /// Annotation content must be a JSON object; anything else is refused before it is stored.

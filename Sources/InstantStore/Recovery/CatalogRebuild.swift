@@ -148,9 +148,9 @@ enum CatalogRebuild {
         var modified: Date
         var markedRemoved: Bool
 
-        /// Unmarked first, then holding pending changes, then the newer.
+        /// Unmarked first, then holding pending changes (or untold lost ones), then the newer.
         var rank: (Int, Int, Date, String) {
-            (markedRemoved ? 0 : 1, summary.pendingCount > 0 ? 1 : 0, modified, key)
+            (markedRemoved ? 0 : 1, summary.holdsLocalData ? 1 : 0, modified, key)
         }
     }
 
