@@ -36,10 +36,11 @@ import Testing
         #expect(try layer.lostChangeReports().isEmpty)
     }
 
-    /// A layer whose only local data is a lost change not told yet (with what won) is kept
-    /// by what must not lose changes: a removal that refuses them (prune's, `rm` after an
-    /// export), and garbage collection, which takes the file back rather than delete it.
-    /// A forced removal takes it.
+    /// A layer whose only local data is a lost change not told yet (with what won) counts
+    /// it as pending in the catalog, and is kept by what must not lose changes: a removal
+    /// that refuses them (prune's), and garbage collection, which takes the file back
+    /// rather than delete it. A removal allowed through its number (an export, which
+    /// writes it out) or a forced one takes it.
     @Test func anUntoldLostChangeKeepsItsLayerFromCleanups() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 1)
@@ -53,6 +54,7 @@ import Testing
         #expect(try layer.lostChangeReports().map(\.winner) == [note("theirs")])
         let key = layer.key
         layer.close()
+        #expect(try scratch.store.localDescriptors().map(\.pendingChangeCount) == [1])
 
         #expect(throws: StoreError.pendingChanges(layers: 1, changes: 1)) {
             try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .refuse)
@@ -64,7 +66,16 @@ import Testing
         let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try back.lostChangeReports().map(\.annotationID) == ["a"], "taken back, not deleted")
         back.close()
-        try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
+        let reference = LayerReference(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(throws: StoreError.pendingChanges(layers: 1, changes: 1)) {
+            try scratch.store.removeLayer(
+                tenant: Scratch.tenant, document: "d", layer: "",
+                pendingChanges: .discardThrough([reference: change.sequence - 1]))
+        }
+        let removed = try scratch.store.removeLayer(
+            tenant: Scratch.tenant, document: "d", layer: "",
+            pendingChanges: .discardThrough([reference: change.sequence]))
+        #expect(removed.discardedPendingChanges == 1)
         #expect(try scratch.store.localDescriptors().isEmpty)
     }
 
@@ -78,7 +89,7 @@ import Testing
         let old = try DatabaseQueue(path: path)
         try old.write { db in
             try db.execute(sql: "DROP TABLE lostChange")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v6'")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('layer-v6', 'layer-v7')")
         }
         try old.close()
         let upgraded = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
@@ -90,5 +101,28 @@ import Testing
             losing: [LostChangeReport(change, reason: "alreadyExists", message: nil)])
         #expect(try upgraded.lostChangeReports().map(\.annotationID) == ["a"])
         #expect(try upgraded.pendingChangeCount() == 0)
+    }
+
+    /// A file a build of the same day marked layer-v6 with the table but without `winner`
+    /// gets the column.
+    @Test func aFileMarkedV6WithoutTheWinnerGetsIt() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "", revision: 1)
+        try layer.create(id: "a", content: note("kept"))
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: "ALTER TABLE lostChange DROP COLUMN winner")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'layer-v7'")
+        }
+        try old.close()
+        let upgraded = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { upgraded.close() }
+        let change = try #require(try upgraded.pendingChanges().first)
+        try upgraded.applyServerChanges(
+            [], newRevision: 2, acknowledgedThrough: change.sequence,
+            losing: [LostChangeReport(change, reason: "conflict", message: nil, winner: note("theirs"))])
+        #expect(try upgraded.lostChangeReports().map(\.winner) == [note("theirs")])
     }
 }

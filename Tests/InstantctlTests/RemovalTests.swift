@@ -89,6 +89,44 @@ import Testing
         }
     }
 
+    /// A layer whose only local data is a change the server refused and the app was not
+    /// told of yet (its process was killed first) lists as dirty, is kept by `rm` and
+    /// `prune`, and `rm --export` writes the lost change out (with what won) before it goes.
+    @Test func anUntoldLostChangeKeepsItsLayerUntilExported() async throws {
+        try await withDemoStore { root, store in
+            let layer = try store.openLayer(tenant: acme, document: "handbook", layer: "")
+            try layer.create(id: "mine", content: Data(#"{"type":"pspdfkit/note","text":"mine"}"#.utf8))
+            let change = try #require(try layer.pendingChanges().last)
+            let theirs = Data(#"{"type":"pspdfkit/note","text":"theirs"}"#.utf8)
+            try layer.applyServerChanges(
+                [ServerChange(annotationID: "mine", content: theirs, revision: 99)], newRevision: 99,
+                acknowledgedThrough: change.sequence,
+                losing: [LostChangeReport(change, reason: "alreadyExists", message: "exists", winner: theirs)])
+            layer.close()
+
+            let dirty = try await instantctl(["ls", "--dirty"], root: root)
+            #expect(dirty.output.contains("handbook"), "\(dirty.output)")
+            let refused = try await instantctl(["rm", "--document", "handbook"], root: root)
+            #expect(refused.status == 3, "\(refused.error)")
+            let pruned = try await instantctl(["prune", "--older-than", "0s"], root: root)
+            #expect(pruned.status == 0, "\(pruned.error)")
+            #expect(try store.hasLayer(tenant: acme, document: "handbook", layer: ""))
+
+            let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let exported = try await instantctl(["rm", "--document", "handbook", "--export", file.path], root: root)
+            #expect(exported.status == 0, "\(exported.error)")
+            let written = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+            let entry = try #require((written["layers"] as? [[String: Any]])?.first)
+            let lost = try #require((entry["lostChanges"] as? [[String: Any]])?.first)
+            #expect(lost["id"] as? String == "mine" && lost["reason"] as? String == "alreadyExists")
+            #expect((lost["content"] as? [String: Any])?["text"] as? String == "mine")
+            #expect((lost["winner"] as? [String: Any])?["text"] as? String == "theirs")
+            #expect(!(try store.hasLayer(tenant: acme, document: "handbook", layer: "")))
+        }
+    }
+
     /// An export whose directory cannot be synced is not known to be on disk: it fails,
     /// leaves no file, and nothing is removed.
     @Test func rmExportThatCannotBeMadeDurableRemovesNothing() async throws {

@@ -16,7 +16,9 @@ import InstantStore
 /// (`sequence`, `kind`, `id`, `content`, `createdAt`), and `instantJSON`: an Instant JSON
 /// document of the annotations those changes created or updated, as they stand, ready
 /// for a server's `instant_json` import. `deletedAnnotationIds` lists the deletions, which
-/// Instant JSON cannot express.
+/// Instant JSON cannot express. `lostChanges` lists the changes the server refused that the
+/// app has not been told of yet (`sequence`, `kind`, `id`, `content`, `reason`, `message`,
+/// `winner`): their content exists nowhere else either.
 public struct PendingChangesExport: Sendable, Equatable {
     /// What was exported of one layer.
     public struct Layer: Sendable, Equatable {
@@ -82,7 +84,9 @@ extension InstantStore {
         -> (JSONValue, PendingChangesExport.Layer)?
     {
         let changes = try database.pendingChanges()
-        guard let last = changes.last else { return nil }
+        // Lost changes not told to the app yet: their content exists nowhere else either.
+        let lost = try database.lostChangeReports()
+        guard let last = (changes.map(\.sequence) + lost.map(\.sequence)).max() else { return nil }
         var annotations: [JSONValue] = []
         var deleted: [JSONValue] = []
         for id in finalIDs(of: changes) {
@@ -100,8 +104,11 @@ extension InstantStore {
                 "format": .string(InstantJSON.format), "annotations": .array(annotations),
             ]),
             "deletedAnnotationIds": .array(deleted),
+            "lostChanges": .array(lost.map(json)),
         ])
-        return (document, .init(reference: reference, changeCount: changes.count, throughSequence: last.sequence))
+        return (
+            document, .init(reference: reference, changeCount: changes.count + lost.count, throughSequence: last)
+        )
     }
 
     private static func writeExport(_ documents: [JSONValue], to destination: URL) throws(StoreError) {
@@ -118,6 +125,18 @@ extension InstantStore {
     private static func finalIDs(of changes: [PendingChange]) -> [String] {
         var seen = Set<ExactString>()
         return changes.map(\.annotationID).filter { seen.insert(ExactString($0)).inserted }
+    }
+
+    /// A lost change as the file lists it: what it was, why it lost, and what won.
+    private static func json(_ lost: LostChangeReport) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "sequence": .integer(lost.sequence), "kind": .string(lost.kind.rawValue), "id": .string(lost.annotationID),
+            "reason": .string(lost.reason),
+        ]
+        if let content = lost.content { object["content"] = contentValue(content) }
+        if let message = lost.message { object["message"] = .string(message) }
+        if let winner = lost.winner { object["winner"] = contentValue(winner) }
+        return .object(object)
     }
 
     private static func json(_ change: PendingChange) -> JSONValue {

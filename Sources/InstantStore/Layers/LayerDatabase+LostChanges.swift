@@ -50,9 +50,13 @@ extension LayerDatabase {
     /// for report in reports { tell(report) }
     /// if let last = reports.last { try layer.forgetLostChangeReports(through: last.sequence) }
     /// ```
+    ///
+    /// A file of a format before layer-v6 (a quarantined one, read without upgrading) has
+    /// none.
     public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
+            guard try db.tableExists("lostChange") else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
                 guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
                     throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
                 }
@@ -66,7 +70,8 @@ extension LayerDatabase {
     /// How many lost changes wait to be told (in a sound file: removal, garbage collection
     /// and the catalog rebuild keep a layer that holds any, as one with pending changes).
     static func countLost(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
+        guard try db.tableExists("lostChange") else { return 0 }
+        return try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
     }
 
     /// Forgets the lost changes through `sequence`: the app has been told of them.

@@ -4,11 +4,10 @@ import GRDB
 /// What removal, repair and garbage collection do to a layer file: the removed mark, its
 /// health, and reading what it holds when it is damaged.
 extension LayerDatabase {
-    /// Marks the layer removed under its write lock, unless it holds a pending change later
-    /// than `allowed` (0: any keeps it), or, unless `allowed` is `.max` (everything may go),
-    /// a lost change not told to the app yet (``LostChangeReport``). Returns the number of
-    /// pending changes (with the untold lost ones when they keep it), and whether it was
-    /// marked.
+    /// Marks the layer removed under its write lock, unless it holds a pending change, or a
+    /// lost change not told to the app yet (``LostChangeReport``), numbered past `allowed`
+    /// (0: any keeps it; an export writes both out). Returns the number of both, as the
+    /// catalog counts them, and whether it was marked.
     func markRemoved(allowingPendingThrough allowed: Int64) throws(StoreError) -> (pending: Int64, marked: Bool) {
         do {
             return try queue.writeWithoutTransaction { db in
@@ -16,15 +15,14 @@ extension LayerDatabase {
                 try db.inTransaction(.immediate) {
                     let pending = try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM localChange") ?? 0
                     let latest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM localChange") ?? 0
-                    // Untold lost changes keep it unless everything may go (an export holds
-                    // pending changes only); they count as local changes: a sync tells them.
-                    let lost = try LayerDatabase.countLost(db)
-                    if latest > allowed || (lost > 0 && allowed < .max) {
-                        outcome = (pending + lost, false)
+                    let latestLost = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM lostChange") ?? 0
+                    let count = pending + (try LayerDatabase.countLost(db))
+                    if max(latest, latestLost) > allowed {
+                        outcome = (count, false)
                         return .rollback
                     }
                     try db.execute(sql: "UPDATE meta SET removed = 1")
-                    outcome = (pending, true)
+                    outcome = (count, true)
                     return .commit
                 }
                 return outcome

@@ -218,7 +218,7 @@ public final class LayerDatabase: Sendable {
             )
         }
         let bytes = try (FileSystem.fileSize(path) ?? 0) + (FileSystem.fileSize(path + "-wal") ?? 0)
-        return LayerSummary(annotationCount: counts.0, pendingCount: counts.1, bytes: bytes, lostCount: counts.2)
+        return LayerSummary(annotationCount: counts.0, pendingCount: counts.1 + counts.2, bytes: bytes)
     }
 
     /// Closes the file; later calls fail.

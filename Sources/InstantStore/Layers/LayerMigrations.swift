@@ -38,6 +38,7 @@ enum LayerMigrations {
         migrator.registerMigration("layer-v4", migrate: addChangeBases)
         migrator.registerMigration("layer-v5", migrate: addBaseEpoch)
         migrator.registerMigration("layer-v6", migrate: addLostChanges)
+        migrator.registerMigration("layer-v7", migrate: addLostChangeWinner)
         return migrator
     }
 
@@ -133,6 +134,13 @@ enum LayerMigrations {
                 """)
     }
 
+    /// What won, beside each lost change: for a file a build of the same day marked
+    /// layer-v6 with the table but not the column (layer-v6 makes it with the column).
+    static func addLostChangeWinner(_ db: Database) throws {
+        guard try !db.columns(in: "lostChange").contains(where: { $0.name == "winner" }) else { return }
+        try db.execute(sql: "ALTER TABLE lostChange ADD COLUMN winner BLOB")
+    }
+
     /// Brings a file made by an older version up to date, race-free across processes: the
     /// missing migrations run inside one IMMEDIATE transaction that re-reads what is
     /// applied under the write lock (GRDB's migrator reads it before taking the lock).
@@ -172,6 +180,10 @@ enum LayerMigrations {
             if !applied.contains("layer-v6") {
                 try addLostChanges(db)
                 try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v6')")
+            }
+            if !applied.contains("layer-v7") {
+                try addLostChangeWinner(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v7')")
             }
             return .commit
         }

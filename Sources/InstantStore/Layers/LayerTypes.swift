@@ -113,16 +113,16 @@ public struct LayerMetadata: Sendable, Equatable {
 }
 
 /// Counts kept in the catalog for listings.
+///
+/// `pendingCount` counts the local changes the server has not decided and the lost ones
+/// not told to the app yet (``LostChangeReport``): both are local data that exists
+/// nowhere else, which every cleanup keeps, `ls --dirty` lists and `rm --export` writes
+/// out, and a sync deals with (a layer holding only untold lost changes lists as dirty
+/// until a sync tells them).
 struct LayerSummary: Sendable, Equatable {
     var annotationCount: Int64
     var pendingCount: Int64
     var bytes: Int64
-    /// Lost changes not told to the app yet (``LostChangeReport``): their content exists
-    /// nowhere else, so the file is kept as for pending changes.
-    var lostCount: Int64 = 0
-
-    /// Pending changes or untold lost ones: what no cleanup may delete.
-    var holdsLocalData: Bool { pendingCount > 0 || lostCount > 0 }
 }
 
 /// Annotation content must be a JSON object; anything else is refused before it is stored.

@@ -150,7 +150,7 @@ enum CatalogRebuild {
 
         /// Unmarked first, then holding pending changes (or untold lost ones), then the newer.
         var rank: (Int, Int, Date, String) {
-            (markedRemoved ? 0 : 1, summary.holdsLocalData ? 1 : 0, modified, key)
+            (markedRemoved ? 0 : 1, summary.pendingCount > 0 ? 1 : 0, modified, key)
         }
     }
 

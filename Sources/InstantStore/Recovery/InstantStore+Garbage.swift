@@ -201,9 +201,8 @@ extension InstantStore {
     /// What a sweep would do with an orphan layer, as the suffix of its dry-run entry.
     private static func plan(_ inspection: LayerInspection) -> String {
         switch inspection {
-        case .readable(_, let summary, _) where summary.holdsLocalData:
-            ": would be taken back or quarantined (\(summary.pendingCount) unsynced changes"
-                + (summary.lostCount > 0 ? ", \(summary.lostCount) lost changes not told yet)" : ")")
+        case .readable(_, let summary, _) where summary.pendingCount > 0:
+            ": would be taken back or quarantined (\(summary.pendingCount) unsynced changes)"
         case .readable, .missing: ""
         case .unreadable: ": would be quarantined (unreadable)"
         case .newerFormat, .inaccessible: ": would be left alone"

@@ -56,7 +56,7 @@ extension InstantStore {
                 quarantine = true
                 return .quarantined("")
             case .readable(let metadata, let summary, let markedRemoved):
-                if !summary.holdsLocalData {
+                if summary.pendingCount == 0 {
                     guard mayDelete else { return .left("the catalog failed its check; nothing is deleted") }
                     for suffix in ["-wal", "-shm", ""] { try FileSystem.remove(path + suffix) }
                     try Failpoint.check("gc.afterOrphanUnlink")
