@@ -301,6 +301,45 @@ import Testing
         }
     }
 
+    /// A lost change a killed process left untold needs no server to be told: after a
+    /// restart, the first sync tells it before it fails for want of a JWT, and once.
+    @Test func aLostChangeLeftUntoldIsToldAfterARestartBeforeAnyJWT() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let first = try h.client()
+            _ = try await h.downloaded(first, "doc")
+            // What a process killed after the verdict's transaction leaves behind.
+            let store = try InstantStore(root: h.root)
+            let layer = try store.openLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            try layer.create(id: "n", content: note("mine").jsonData())
+            let change = try #require(try layer.pendingChanges().last)
+            try layer.applyServerChanges(
+                [], newRevision: nil, acknowledgedThrough: change.sequence,
+                losing: [
+                    LostChangeReport(change, reason: "conflict", message: "changed", winner: note("theirs").jsonData())
+                ])
+            layer.close()
+            store.close()
+
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
+            try await log.wait("the authentication failure") {
+                $0.contains { if case .didFailAuthentication = $0 { true } else { false } }
+            }
+            let lost = await log.lostChanges
+            #expect(lost.map(\.annotationID) == ["n"] && lost.first?.reason == .conflict)
+            #expect(lost.first?.lostContent?["text"] == .string("mine"))
+            #expect(lost.first?.winner?["text"] == .string("theirs"))
+            #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
+            try await log.wait("the second failure") {
+                $0.filter { if case .didFailAuthentication = $0 { true } else { false } }.count == 2
+            }
+            #expect(await log.lostChanges.count == 1, "told once")
+        }
+    }
+
     @Test func anAuthenticationFailureWaitsForReauthentication() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -149,6 +149,7 @@ actor SyncEngine {
         var usedJWT = parsedJWT?.token
         do {
             guard var parsedJWT else {
+                await Self.tellLostChangesLeftBehind(descriptor, client)
                 throw InstantError(
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
@@ -228,6 +229,23 @@ actor SyncEngine {
             if error.isRetryable && !Task.isCancelled && stops == cycleStops { scheduleRetry(after: error) }
         }
         return result
+    }
+
+    /// Tells the lost changes a process killed before telling left in the layer, without a
+    /// round: they need no server, and a descriptor after a restart has no JWT until the
+    /// app gives one. Anything that fails here (the layer not stored, the store) leaves
+    /// them where they are, for a later sync to tell.
+    private static func tellLostChangesLeftBehind(_ descriptor: InstantDocumentDescriptor, _ client: InstantClient)
+        async
+    {
+        do {
+            let layer = try await Offload.run { try descriptor.openLayer() }
+            let lock = try await syncLock(client.store, layer)
+            defer { lock.release() }
+            try await SyncRound.reportLostChanges(in: layer) { client.emit(.didLoseChange(descriptor, $0)) }
+        } catch {
+            // Kept in the layer: told by the next sync that gets this far.
+        }
     }
 
     /// Waits for the layer's sync lock, held by another process while it syncs the layer

@@ -231,7 +231,12 @@ struct SyncRound {
     /// server's version when it was dropped). `tell` gets them in order; they are
     /// forgotten after, so a process killed in between tells them again rather than never.
     func reportLostChanges(_ tell: (InstantLostChange) -> Void) async throws {
-        let reports = try await onDisk { layer in try layer.lostChangeReports() }
+        try await Self.reportLostChanges(in: layer, tell)
+    }
+
+    /// ``reportLostChanges(_:)`` for `layer`, without a round (no server is needed).
+    static func reportLostChanges(in layer: LayerDatabase, _ tell: (InstantLostChange) -> Void) async throws {
+        let reports = try await Offload.run { try layer.lostChangeReports() }
         guard let last = reports.last?.sequence else { return }
         for report in reports {
             tell(
@@ -242,7 +247,7 @@ struct SyncRound {
                     reason: InstantLostChange.Reason(rawValue: report.reason) ?? .conflict, message: report.message,
                     winner: report.winner.flatMap { try? JSONValue.parse($0) }))
         }
-        try await onDisk { layer in try layer.forgetLostChangeReports(through: last) }
+        try await Offload.run { try layer.forgetLostChangeReports(through: last) }
     }
 
     /// `lost` with what won as `records` (id and content, nil when deleted) have it: the
