@@ -125,4 +125,30 @@ import Testing
             losing: [LostChangeReport(change, reason: "conflict", message: nil, winner: note("theirs"))])
         #expect(try upgraded.lostChangeReports().map(\.winner) == [note("theirs")])
     }
+
+    /// A repair that replaces a damaged layer file carries its untold lost changes into
+    /// the new file, as it does its pending changes.
+    @Test func aRepairCarriesUntoldLostChangesOver() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("b"), revision: 7,
+            epoch: "e1")
+        try layer.update(id: "r1", content: note("mine"))
+        try layer.update(id: "r2", content: note("kept"))
+        let lostOne = try #require(try layer.pendingChanges().first)
+        try layer.applyServerChanges(
+            [], newRevision: nil, acknowledgedThrough: lostOne.sequence,
+            losing: [LostChangeReport(lostOne, reason: "conflict", message: nil, winner: note("theirs"))])
+        let path = scratch.store.layout.layerPath(key: layer.key)
+        layer.close()
+        try damageLastPage(path)
+
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
+        let replaced = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { replaced.close() }
+        #expect(try replaced.pendingChanges().map(\.annotationID) == ["r2"])
+        let carried = try replaced.lostChangeReports()
+        #expect(carried.map(\.annotationID) == ["r1"] && carried.first?.winner == note("theirs"))
+    }
 }

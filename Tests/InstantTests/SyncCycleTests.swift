@@ -324,10 +324,14 @@ import Testing
             let client = try h.client()
             let log = await EventLog.recording(client)
             let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            #expect(descriptor.documentState == .dirty, "a lost change waits to be told")
+            _ = try descriptor.editableDocument.annotations()  // its layer open: the same answer
+            #expect(descriptor.documentState == .dirty)
             #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
             try await log.wait("the authentication failure") {
                 $0.contains { if case .didFailAuthentication = $0 { true } else { false } }
             }
+            #expect(descriptor.documentState == .clean, "told")
             let lost = await log.lostChanges
             #expect(lost.map(\.annotationID) == ["n"] && lost.first?.reason == .conflict)
             #expect(lost.first?.lostContent?["text"] == .string("mine"))

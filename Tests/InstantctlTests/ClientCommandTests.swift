@@ -135,6 +135,36 @@ import Testing
         }
     }
 
+    /// A lost change a killed process left untold is told before the round: when the
+    /// round then fails (here the server refuses an expired JWT), `sync` still prints it
+    /// before the error, as the layer has forgotten it.
+    @Test func aFailedSyncStillPrintsTheLostChangesItTold() async throws {
+        try await ServerProcess.with { server in
+            _ = try await server.upload("plan", samplePDF(20_000))
+            try await withRoot { root in
+                let ana = try await server.token(document: "plan", user: "ana")
+                #expect(
+                    try await instantctl(["download", "--server", server.base, "--jwt", ana], root: root).status == 0)
+                let store = try InstantStore(root: root)
+                let layer = try store.openLayer(tenant: TenantURL(server.base), document: "plan", layer: "")
+                try layer.create(id: "n", content: Data(#"{"type":"pspdfkit/note","text":"mine"}"#.utf8))
+                let change = try #require(try layer.pendingChanges().last)
+                try layer.applyServerChanges(
+                    [], newRevision: nil, acknowledgedThrough: change.sequence,
+                    losing: [LostChangeReport(change, reason: "conflict", message: "changed", winner: nil)])
+                layer.close()
+                store.close()
+
+                let expired = try await server.token(document: "plan", user: "ana", expiresIn: -60)
+                let failed = try await instantctl(["sync", "--jwt", expired], root: root)
+                #expect(failed.status == 6, "\(failed.error)")
+                #expect(failed.output.contains("lost n:"), "\(failed.output)")
+                let again = try await instantctl(["sync", "--jwt", ana, "--json"], root: root)
+                #expect((try again.json()["lost"] as? [Any])?.isEmpty == true, "told once: \(again.output)")
+            }
+        }
+    }
+
     @Test func failuresHaveTheirExitStatusAndSayWhatToDo() async throws {
         try await ServerProcess.with { server in
             _ = try await server.upload("here", samplePDF(20_000))

@@ -83,9 +83,9 @@ extension InstantStore {
     private static func exportDocument(_ database: LayerDatabase, _ reference: LayerReference) throws(StoreError)
         -> (JSONValue, PendingChangesExport.Layer)?
     {
-        let changes = try database.pendingChanges()
         // Lost changes not told to the app yet: their content exists nowhere else either.
-        let lost = try database.lostChangeReports()
+        // (In one read: a sync in another process moves changes from one to the other.)
+        let (changes, lost) = try database.pendingAndLostChanges()
         guard let last = (changes.map(\.sequence) + lost.map(\.sequence)).max() else { return nil }
         var annotations: [JSONValue] = []
         var deleted: [JSONValue] = []

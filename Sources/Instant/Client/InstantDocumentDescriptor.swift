@@ -94,12 +94,13 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         case .unknown: return .unknown
         case .invalid: return .invalid
         case .clean, .dirty:
-            // The open layer knows its pending changes exactly; the catalog's count is a
-            // summary kept after each write. A handle to a layer removed since (the row
-            // read is then another download's) is let go.
+            // The open layer knows its pending changes (and its lost ones not told yet, which
+            // the catalog counts with them) exactly; the catalog's count is a summary kept
+            // after each write. A handle to a layer removed since (the row read is then
+            // another download's) is let go.
             if let layer {
                 do {
-                    return try layer.livePendingChangeCount() == 0 ? .clean : .dirty
+                    return try layer.liveLocalChangeCount() == 0 ? .clean : .dirty
                 } catch {
                     storeFailed(error)
                 }

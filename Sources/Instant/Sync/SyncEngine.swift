@@ -240,7 +240,11 @@ actor SyncEngine {
     {
         do {
             let layer = try await Offload.run { try descriptor.openLayer() }
-            let lock = try await syncLock(client.store, layer)
+            // Nothing waits when there is nothing to tell, or another process syncs the
+            // layer now (it tells them); what is read under the lock is what is told.
+            guard try await Offload.run({ try !layer.lostChangeReports().isEmpty }),
+                let lock = try client.store.trySyncLock(layer)
+            else { return }
             defer { lock.release() }
             try await SyncRound.reportLostChanges(in: layer) { client.emit(.didLoseChange(descriptor, $0)) }
         } catch {

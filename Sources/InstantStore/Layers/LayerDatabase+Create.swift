@@ -20,7 +20,7 @@ extension LayerDatabase {
     @discardableResult
     static func create(
         at path: String, key: String, metadata: LayerMetadata, records: [ServerRecord],
-        pending: [PendingChange] = [], numberChangesAfter floor: Int64? = nil,
+        pending: [PendingChange] = [], lost: [LostChangeReport] = [], numberChangesAfter floor: Int64? = nil,
         inMemoryLimit: Int = LayerImage.defaultLimit, syncingAhead: Bool = false, file given: POSIXFile? = nil
     ) throws(StoreError) -> SyncAhead? {
         defer { given?.close() }
@@ -32,10 +32,12 @@ extension LayerDatabase {
         defer { file.close() }
         let fill = { (db: Database) throws in
             try fillNewLayer(db, metadata: metadata, records: records, pending: pending, numberChangesAfter: floor)
+            try keep(lost, in: db)
         }
         let size =
             records.reduce(0) { $0 + $1.content.count + $1.id.utf8.count }
             + pending.reduce(0) { $0 + ($1.content?.count ?? 0) + $1.annotationID.utf8.count }
+            + lost.reduce(0) { $0 + ($1.content?.count ?? 0) + ($1.winner?.count ?? 0) }
         if size <= inMemoryLimit {
             try LayerImage.write(into: file, key: key, fill)
         } else {

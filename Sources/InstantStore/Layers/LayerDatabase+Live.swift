@@ -46,6 +46,12 @@ extension LayerDatabase {
         try readLive { db in try Self.countPending(db) }
     }
 
+    /// ``livePendingChangeCount()`` with the lost changes not told to the app yet, as the
+    /// catalog counts a layer's local data (a layer holding only those lists as dirty).
+    public func liveLocalChangeCount() throws(StoreError) -> Int {
+        try readLive { db in try Self.countPending(db) + Int(try Self.countLost(db)) }
+    }
+
     /// `body` in a read that first looks at the removed mark. A mark a removal left
     /// without committing (refused, rolled back, killed) is cleared, as a write clears it
     /// (``LayerHooks/resolveMark``), and the read made again.

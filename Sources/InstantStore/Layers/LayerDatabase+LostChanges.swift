@@ -54,17 +54,37 @@ extension LayerDatabase {
     /// A file of a format before layer-v6 (a quarantined one, read without upgrading) has
     /// none.
     public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
-        try read { db in
-            guard try db.tableExists("lostChange") else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
-                guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
-                    throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
-                }
-                return LostChangeReport(
-                    sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                    content: row["content"], reason: row["reason"], message: row["message"], winner: row["winner"])
+        try read { db in try Self.fetchLost(db) }
+    }
+
+    /// The pending changes and the untold lost ones, in one read (a sync in another
+    /// process moves changes from the first to the second).
+    public func pendingAndLostChanges() throws(StoreError) -> (pending: [PendingChange], lost: [LostChangeReport]) {
+        try read { db in (try Self.fetchPending(db), try Self.fetchLost(db)) }
+    }
+
+    /// The lost changes kept, oldest first; none in a file from before layer-v6.
+    static func fetchLost(_ db: Database) throws -> [LostChangeReport] {
+        guard try db.tableExists("lostChange") else { return [] }
+        return try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
+            guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+                throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
             }
+            return LostChangeReport(
+                sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
+                content: row["content"], reason: row["reason"], message: row["message"], winner: row["winner"])
         }
+    }
+
+    /// The untold lost changes of a possibly damaged layer file, or nil when they cannot
+    /// be read (see ``salvagePendingChanges(path:)``).
+    static func salvageLostChanges(path: String) -> [LostChangeReport]? {
+        guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        defer { try? queue.close() }
+        return try? queue.read { db in try fetchLost(db) }
     }
 
     /// How many lost changes wait to be told (in a sound file: removal, garbage collection

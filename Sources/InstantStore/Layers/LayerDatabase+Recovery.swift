@@ -164,16 +164,19 @@ extension LayerDatabase {
         try read { db in try Bool.fetchOne(db, sql: "SELECT removed FROM meta") ?? false }
     }
 
-    /// Reads the pending changes and the last change number given, and sets the removed
-    /// mark, in one IMMEDIATE transaction, so every change committed before is in what is
-    /// returned, and every write after it is refused. Used by a layer's replacement, which
-    /// numbers its own changes past `lastNumber`.
-    func takePendingChangesAndMarkRemoved() throws(StoreError) -> (changes: [PendingChange], lastNumber: Int64) {
+    /// Reads the pending changes, the untold lost ones and the last change number given,
+    /// and sets the removed mark, in one IMMEDIATE transaction, so every change committed
+    /// before is in what is returned, and every write after it is refused. Used by a
+    /// layer's replacement, which numbers its own changes past `lastNumber`.
+    func takePendingChangesAndMarkRemoved() throws(StoreError) -> (
+        changes: [PendingChange], lost: [LostChangeReport], lastNumber: Int64
+    ) {
         do {
             return try queue.writeWithoutTransaction { db in
-                var taken: (changes: [PendingChange], lastNumber: Int64) = ([], 0)
+                var taken: (changes: [PendingChange], lost: [LostChangeReport], lastNumber: Int64) = ([], [], 0)
                 try db.inTransaction(.immediate) {
                     taken.changes = try LayerDatabase.fetchPending(db)
+                    taken.lost = try LayerDatabase.fetchLost(db)
                     taken.lastNumber = try Int64.fetchOne(db, sql: LayerDatabase.lastChangeNumber) ?? 0
                     try db.execute(sql: "UPDATE meta SET removed = 1")
                     return .commit

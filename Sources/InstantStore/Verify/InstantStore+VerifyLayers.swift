@@ -138,6 +138,8 @@ extension InstantStore {
             var lost = 0
             // Read from a damaged file, the salvaged changes may miss the last numbers used.
             var numberAfter: Int64?
+            // Lost changes not told to the app yet: carried over too (their content is nowhere else).
+            var lostCarried: [LostChangeReport] = []
             if FileSystem.exists(oldPath) {
                 do {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
@@ -156,6 +158,7 @@ extension InstantStore {
                         baseEpoch = oldMetadata?.pendingBasesEpoch
                         let taken = try old.takePendingChangesAndMarkRemoved()
                         salvaged = taken.changes
+                        lostCarried = taken.lost
                         // Past the last number, and more: a file without the numbering
                         // trigger (found by verify) may have used numbers past its floor.
                         numberAfter = LayerDatabase.numberFloor(past: taken.lastNumber)
@@ -167,6 +170,7 @@ extension InstantStore {
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
                     salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
+                    lostCarried = LayerDatabase.salvageLostChanges(path: oldPath) ?? []
                     if let changes = salvaged {
                         let identity = LayerDatabase.salvageSyncIdentity(path: oldPath)
                         (clientID, baseEpoch) = (identity.clientID, identity.baseEpoch)
@@ -201,7 +205,7 @@ extension InstantStore {
                 lastServerRevision: 0, clientID: clientID, baseEpoch: baseEpoch)
             try LayerDatabase.create(
                 at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [],
-                numberChangesAfter: numberAfter)
+                lost: lostCarried, numberChangesAfter: numberAfter)
             let fresh = try LayerDatabase(path: staging.path, key: staging.key)
             let summary = try fresh.summary()
             fresh.close()

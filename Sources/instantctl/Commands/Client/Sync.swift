@@ -48,7 +48,19 @@ struct Sync: AsyncParsableCommand {
             let counted = try session.layerFile(root: options.rootURL)
             defer { counted.close() }
             let pending = try counted.layer.pendingChangeCount()
-            try await client.wait(for: descriptor.sync())
+            do {
+                try await client.wait(for: descriptor.sync())
+            } catch {
+                // Lost changes a killed process left are told (and forgotten) before the
+                // round, which may then fail: printed now, or nobody would see them.
+                let told = await Self.lostChanges(in: events, for: descriptor)
+                if options.json, !told.isEmpty {
+                    options.output.print(json: .object(["lost": .array(told.map(Formats.lostChangeJSON))]))
+                } else {
+                    for change in told { options.output.print("lost \(Formats.lostChange(change))") }
+                }
+                throw error
+            }
             let (received, lost) = await Self.outcome(of: events, for: descriptor)
             let annotations = try descriptor.editableDocument.annotations().count
             let left = try counted.layer.pendingChangeCount()
@@ -73,6 +85,22 @@ struct Sync: AsyncParsableCommand {
             for change in lost { output.print("lost \(Formats.lostChange(change))") }
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)
+        }
+    }
+
+    /// The lost changes a failed cycle reported, waiting at most 2 s for its end.
+    static func lostChanges(in events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor) async
+        -> [InstantLostChange]
+    {
+        await withTaskGroup(of: [InstantLostChange]?.self) { group in
+            group.addTask { await outcome(of: events, for: descriptor).lost }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(2))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? []
         }
     }
 
