@@ -79,12 +79,7 @@ extension LayerDatabase {
     /// The untold lost changes of a possibly damaged layer file, or nil when they cannot
     /// be read (see ``salvagePendingChanges(path:)``).
     static func salvageLostChanges(path: String) -> [LostChangeReport]? {
-        guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return nil }
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
-        defer { try? queue.close() }
-        return try? queue.read { db in try fetchLost(db) }
+        salvage(path: path) { db in try fetchLost(db) }
     }
 
     /// How many lost changes wait to be told (in a sound file: removal, garbage collection

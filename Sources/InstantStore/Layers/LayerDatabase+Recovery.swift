@@ -64,16 +64,22 @@ extension LayerDatabase {
 
     /// The pending changes of a possibly damaged layer file, or nil when they cannot be read.
     static func salvagePendingChanges(path: String) -> [PendingChange]? {
+        salvage(path: path) { db in
+            // A file of a format before layer-v3 holds them in `pendingChange`.
+            let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
+            return try fetchPending(db, table: table)
+        }
+    }
+
+    /// What `read` finds in a possibly damaged layer file, opened read-only and not
+    /// upgraded; nil when the file is missing, empty beside its WAL, or unreadable there.
+    static func salvage<T>(path: String, _ read: (Database) throws -> T) -> T? {
         guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return nil }
         var configuration = Configuration()
         configuration.readonly = true
         guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
         defer { try? queue.close() }
-        return try? queue.read { db in
-            // A file of a format before layer-v3 holds them in `pendingChange`.
-            let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
-            return try fetchPending(db, table: table)
-        }
+        return try? queue.read(read)
     }
 
     /// What a layer file that may be damaged says of its sync, as far as it can be read.
@@ -102,15 +108,8 @@ extension LayerDatabase {
 
     /// The sync identity of a layer file that may be damaged (see ``SalvagedSyncIdentity``).
     static func salvageSyncIdentity(path: String) -> SalvagedSyncIdentity {
-        guard FileSystem.exists(path), !isEmptyBesideWAL(path) else { return SalvagedSyncIdentity() }
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else {
-            return SalvagedSyncIdentity()
-        }
-        defer { try? queue.close() }
         // `SELECT *`: a file of a format before layer-v5 has no baseEpoch column (read as nil).
-        let row = try? queue.read { db in try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") }
+        let row = salvage(path: path) { db in try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") }
         guard let row = row ?? nil else { return SalvagedSyncIdentity() }
         let epoch: String? = row["epoch"]
         return SalvagedSyncIdentity(
