@@ -242,7 +242,7 @@ actor SyncEngine {
             let layer = try await Offload.run { try descriptor.openLayer() }
             // Nothing waits when there is nothing to tell, or another process syncs the
             // layer now (it tells them); what is read under the lock is what is told.
-            guard try await Offload.run({ try !layer.lostChangeReports().isEmpty }),
+            guard try await Offload.run({ try layer.untoldLostChangeCount() > 0 }),
                 let lock = try client.store.trySyncLock(layer)
             else { return }
             defer { lock.release() }

@@ -76,10 +76,16 @@ extension LayerDatabase {
         }
     }
 
-    /// The untold lost changes of a possibly damaged layer file, or nil when they cannot
-    /// be read (see ``salvagePendingChanges(path:)``).
-    static func salvageLostChanges(path: String) -> [LostChangeReport]? {
-        salvage(path: path) { db in try fetchLost(db) }
+    /// The pending changes (nil when they cannot be read) and the untold lost changes
+    /// (none when they cannot be) of a possibly damaged layer file, in one read (a writer
+    /// may still move changes from one to the other).
+    static func salvagePendingAndLostChanges(path: String) -> (pending: [PendingChange]?, lost: [LostChangeReport]) {
+        salvage(path: path) { db in (try? fetchSalvagedPending(db), (try? fetchLost(db)) ?? []) } ?? (nil, [])
+    }
+
+    /// How many lost changes wait to be told.
+    public func untoldLostChangeCount() throws(StoreError) -> Int {
+        try read { db in Int(try Self.countLost(db)) }
     }
 
     /// How many lost changes wait to be told (in a sound file: removal, garbage collection

@@ -62,13 +62,11 @@ extension LayerDatabase {
         }
     }
 
-    /// The pending changes of a possibly damaged layer file, or nil when they cannot be read.
-    static func salvagePendingChanges(path: String) -> [PendingChange]? {
-        salvage(path: path) { db in
-            // A file of a format before layer-v3 holds them in `pendingChange`.
-            let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
-            return try fetchPending(db, table: table)
-        }
+    /// The pending changes of a file of any format: before layer-v3 they are in
+    /// `pendingChange`.
+    static func fetchSalvagedPending(_ db: Database) throws -> [PendingChange] {
+        let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
+        return try fetchPending(db, table: table)
     }
 
     /// What `read` finds in a possibly damaged layer file, opened read-only and not

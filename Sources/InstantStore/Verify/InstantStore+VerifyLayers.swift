@@ -169,24 +169,27 @@ extension InstantStore {
                     // nothing. Anything else (busy, a newer format since the check, an
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
-                    salvaged = LayerDatabase.salvagePendingChanges(path: oldPath)
-                    lostCarried = LayerDatabase.salvageLostChanges(path: oldPath) ?? []
+                    (salvaged, lostCarried) = LayerDatabase.salvagePendingAndLostChanges(path: oldPath)
                     if let changes = salvaged {
                         let identity = LayerDatabase.salvageSyncIdentity(path: oldPath)
                         (clientID, baseEpoch) = (identity.clientID, identity.baseEpoch)
                         salvaged = identity.withBases(changes)
                     }
-                    // New numbers start far past them, so none can be one already used.
-                    numberAfter = LayerDatabase.numberFloor(past: salvaged?.map(\.sequence).max() ?? 0)
+                    // New numbers start far past them (and the lost ones carried), so none
+                    // can be one already used.
+                    numberAfter = LayerDatabase.numberFloor(
+                        past: ((salvaged ?? []).map(\.sequence) + lostCarried.map(\.sequence)).max() ?? 0)
                 }
             }
             // Also when only its -wal is left: the changes the catalog counts were not
             // taken, and go to quarantine with it.
+            // (The catalog counts the untold lost changes with them: those carried are not.)
             if salvaged == nil {
+                let counted = max(0, Int(current.pendingCount) - lostCarried.count)
                 if FileSystem.exists(oldPath) || FileSystem.exists(oldPath + "-wal") {
-                    unreadable = Int(current.pendingCount)
+                    unreadable = counted
                 } else {
-                    lost = Int(current.pendingCount)
+                    lost = counted
                 }
             }
             // The new file numbers its changes far past the old file's last number (or the
