@@ -293,8 +293,42 @@ import ServerTestSupport
         }
     }
 
+    /// Ana's delete of x is applied, its answer lost; past the window she sends it again:
+    /// the record she deleted last is gone, as she asked, so it is answered as a replay
+    /// (not `notFound`, which her client would report as a lost change), and its verdict
+    /// is kept. Another client's delete of a gone record still gets `notFound`.
+    @Test func aDeleteSentAgainPastTheWindowIsAReplay() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let client = "ana-13-0123456789abcdef"
+            let created = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: client, baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("x"))]))
+            let delete = SyncRequest(
+                clientId: client, epoch: created.epoch, baseRevision: created.revision,
+                changes: [ClientChange(changeId: 2, kind: .delete, id: "x")])
+            let deleted = try await server.sync("d", token: ana, delete)
+            #expect(deleted.results.first?.accepted == true)
+            try server.ageVerdicts(byDays: 8)
+            let late = try await server.sync("d", token: ana, delete)
+            #expect(late.results.first?.accepted == true && late.results.first?.replayed == true, "\(late.results)")
+            #expect(late.revision == deleted.revision, "nothing written")
+            let again = try await server.sync("d", token: ana, delete)
+            #expect(again.results.first?.replayed == true, "its verdict kept")
+            let other = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "other-13-0123456789abcdef", epoch: created.epoch, baseRevision: deleted.revision,
+                    changes: [ClientChange(changeId: 1, kind: .delete, id: "x")]))
+            #expect(other.results.first?.reason == .notFound)
+        }
+    }
+
     /// A request sent again with fewer of its changes (its client halved its batches)
-    /// renews the verdicts of all of them: the whole request (a create and a delete),
+    /// renews the verdicts of all of them: the whole request (a create and an update),
     /// sent later still, finds every verdict.
     @Test func aReplayOfPartOfARequestRenewsAllOfItsVerdicts() async throws {
         try await TestServer.with { server in
@@ -303,7 +337,7 @@ import ServerTestSupport
             let client = "ana-12-0123456789abcdef"
             let changes = [
                 ClientChange(changeId: 1, kind: .create, id: "n", content: annotation("n")),
-                ClientChange(changeId: 2, kind: .delete, id: "n"),
+                ClientChange(changeId: 2, kind: .update, id: "n", content: annotation("n2")),
             ]
             let whole = SyncRequest(clientId: client, baseRevision: 0, changes: changes)
             _ = try await server.sync("d", token: ana, whole)
@@ -313,7 +347,7 @@ import ServerTestSupport
             #expect(part.results.first?.replayed == true)
             try server.ageVerdicts(byDays: 2)
             let again = try await server.sync("d", token: ana, whole)
-            // (The delete decided afresh would lose with notFound.)
+            // (The update decided afresh would be applied again, not replayed.)
             #expect(again.results.map(\.replayed) == [true, true], "\(again.results)")
             #expect(again.results.allSatisfy { $0.accepted })
         }

@@ -174,6 +174,15 @@ extension ServerDatabase {
                 if !live { createdBy = authority.userID }
             case .update, .delete:
                 guard live else {
+                    // This client's own delete sent again past the verdict window: the record
+                    // it deleted last (before this batch) is gone, as it asked.
+                    if change.kind == .delete, existing != nil, !touched.contains(key),
+                        let client = authority.clientID, existing?.writer.hasSameBytes(as: client) == true
+                    {
+                        results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
+                        matchedReplays.insert(change.changeId)
+                        continue
+                    }
                     reject(.notFound, "the annotation does not exist (it may have been deleted)")
                     continue
                 }
