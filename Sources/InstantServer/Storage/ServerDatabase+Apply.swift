@@ -175,7 +175,10 @@ extension ServerDatabase {
             case .update, .delete:
                 guard live else {
                     // This client's own delete sent again past the verdict window: the record
-                    // it deleted last (before this batch) is gone, as it asked.
+                    // it deleted last (before this batch) is gone, as it asked. (Only a resend
+                    // can be this: a client id is one local copy's, and that copy shows the
+                    // record deleted while its delete waits. Sharing ids across copies would
+                    // need this revisited.)
                     if change.kind == .delete, existing != nil, !touched.contains(key),
                         let client = authority.clientID, existing?.writer.hasSameBytes(as: client) == true
                     {
