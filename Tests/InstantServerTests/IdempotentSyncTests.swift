@@ -293,10 +293,11 @@ import ServerTestSupport
         }
     }
 
-    /// Ana's delete of x is applied, its answer lost; past the window she sends it again:
-    /// the record she deleted last is gone, as she asked, so it is answered as a replay
-    /// (not `notFound`, which her client would report as a lost change), and its verdict
-    /// is kept. Another client's delete of a gone record still gets `notFound`.
+    /// Ana's update and delete of x are applied, their answer lost; past the window she
+    /// sends them again: the record she deleted last is gone, as she asked, so both are
+    /// answered as replays (not `notFound`, which her client would report as lost changes),
+    /// and their verdicts kept. Another client's delete of a gone record still gets
+    /// `notFound`.
     @Test func aDeleteSentAgainPastTheWindowIsAReplay() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
@@ -309,15 +310,18 @@ import ServerTestSupport
                     changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("x"))]))
             let delete = SyncRequest(
                 clientId: client, epoch: created.epoch, baseRevision: created.revision,
-                changes: [ClientChange(changeId: 2, kind: .delete, id: "x")])
+                changes: [
+                    ClientChange(changeId: 2, kind: .update, id: "x", content: annotation("x2")),
+                    ClientChange(changeId: 3, kind: .delete, id: "x"),
+                ])
             let deleted = try await server.sync("d", token: ana, delete)
-            #expect(deleted.results.first?.accepted == true)
+            #expect(deleted.results.allSatisfy { $0.accepted })
             try server.ageVerdicts(byDays: 8)
             let late = try await server.sync("d", token: ana, delete)
-            #expect(late.results.first?.accepted == true && late.results.first?.replayed == true, "\(late.results)")
+            #expect(late.results.allSatisfy { $0.accepted && $0.replayed }, "\(late.results)")
             #expect(late.revision == deleted.revision, "nothing written")
             let again = try await server.sync("d", token: ana, delete)
-            #expect(again.results.first?.replayed == true, "its verdict kept")
+            #expect(again.results.allSatisfy { $0.replayed }, "their verdicts kept")
             let other = try await server.sync(
                 "d", token: ana,
                 SyncRequest(

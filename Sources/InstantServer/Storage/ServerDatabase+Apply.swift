@@ -174,12 +174,14 @@ extension ServerDatabase {
                 if !live { createdBy = authority.userID }
             case .update, .delete:
                 guard live else {
-                    // This client's own delete sent again past the verdict window: the record
-                    // it deleted last (before this batch) is gone, as it asked. (Only a resend
-                    // can be this: a client id is one local copy's, and that copy shows the
-                    // record deleted while its delete waits. Sharing ids across copies would
+                    // This client's own change of a record it deleted since, or its own delete,
+                    // sent again past the verdict window: the record it deleted last (before
+                    // this batch) is gone, as it asked. (Only a resend can be this: a client id
+                    // is one local copy's, and that copy shows the record deleted while its
+                    // delete waits, and acknowledges its changes in order, so an update older
+                    // than the delete was decided with it. Sharing ids across copies would
                     // need this revisited.)
-                    if change.kind == .delete, existing != nil, !touched.contains(key),
+                    if existing != nil, !touched.contains(key),
                         let client = authority.clientID, existing?.writer.hasSameBytes(as: client) == true
                     {
                         results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
