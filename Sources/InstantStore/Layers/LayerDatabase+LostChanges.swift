@@ -50,9 +50,6 @@ extension LayerDatabase {
     /// for report in reports { tell(report) }
     /// if let last = reports.last { try layer.forgetLostChangeReports(through: last.sequence) }
     /// ```
-    ///
-    /// A file of a format before layer-v6 (a quarantined one, read without upgrading) has
-    /// none.
     public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
         try read { db in try Self.fetchLost(db) }
     }
@@ -63,10 +60,10 @@ extension LayerDatabase {
         try read { db in (try Self.fetchPending(db), try Self.fetchLost(db)) }
     }
 
-    /// The lost changes kept, oldest first; none in a file from before layer-v6.
+    /// The lost changes kept, oldest first. (Every open `LayerDatabase` is of the current
+    /// format; only a salvage reads a file of an older one, without the table.)
     static func fetchLost(_ db: Database) throws -> [LostChangeReport] {
-        guard try db.tableExists("lostChange") else { return [] }
-        return try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
+        try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
             guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
                 throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
             }
@@ -80,7 +77,10 @@ extension LayerDatabase {
     /// (none when they cannot be) of a possibly damaged layer file, in one read (a writer
     /// may still move changes from one to the other).
     static func salvagePendingAndLostChanges(path: String) -> (pending: [PendingChange]?, lost: [LostChangeReport]) {
-        salvage(path: path) { db in (try? fetchSalvagedPending(db), (try? fetchLost(db)) ?? []) } ?? (nil, [])
+        salvage(path: path) { db in
+            let lost = try? db.tableExists("lostChange") ? fetchLost(db) : []  // none before layer-v6
+            return (try? fetchSalvagedPending(db), lost ?? [])
+        } ?? (nil, [])
     }
 
     /// How many lost changes wait to be told.
@@ -91,8 +91,7 @@ extension LayerDatabase {
     /// How many lost changes wait to be told (in a sound file: removal, garbage collection
     /// and the catalog rebuild keep a layer that holds any, as one with pending changes).
     static func countLost(_ db: Database) throws -> Int64 {
-        guard try db.tableExists("lostChange") else { return 0 }
-        return try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
+        try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
     }
 
     /// Forgets the lost changes through `sequence`: the app has been told of them.
