@@ -115,6 +115,12 @@ extension ServerDatabase {
                 results.append(
                     ChangeResult(changeId: change.changeId, accepted: false, reason: reason, message: message))
             }
+            // This client's own change sent again past the verdict window: answered as the
+            // replay it is, not written again, and its verdict kept.
+            func answerAsReplay() {
+                results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
+                matchedReplays.insert(change.changeId)
+            }
             guard authority.canWrite else {
                 results.append(Self.writeRefused(change))
                 continue
@@ -124,11 +130,15 @@ extension ServerDatabase {
             // A change made before the client's cursor moved (while an earlier sync was in
             // flight, or left for this request) is judged against what it was made on.
             let base = authority.baseRevision.map { change.baseRevision ?? $0 }
+            // The record's last write was this client's, before this batch. (By bytes: a
+            // user id spelled otherwise is another user.)
+            let lastWrittenByThisClient =
+                !touched.contains(key)
+                && authority.clientID.map { existing?.writer.hasSameBytes(as: $0) == true } ?? false
             let changedSinceBase: Bool = {
                 guard let base, let existing, !touched.contains(key) else { return false }
                 // A client never conflicts with itself: its own earlier write is no news.
-                // (By bytes: a user id spelled otherwise is another user.)
-                if let client = authority.clientID, existing.writer.hasSameBytes(as: client) { return false }
+                if lastWrittenByThisClient { return false }
                 return existing.revision > base
             }()
             var content: String?
@@ -149,16 +159,11 @@ extension ServerDatabase {
             switch change.kind {
             case .create:
                 if live && !authority.createReplaces {
-                    // This client's own create sent again past the verdict window (its answer
-                    // lost): the live record it wrote last (before this batch) holds this very
-                    // content. Answered as the replay it is, and not written again: a write
-                    // would take back any later change of the record.
-                    if !touched.contains(key), let client = authority.clientID,
-                        existing?.writer.hasSameBytes(as: client) == true,
-                        try storedContent(key, layer: ref.id, in: db) == content
-                    {
-                        results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
-                        matchedReplays.insert(change.changeId)
+                    // This client's own create sent again (its answer lost): the live record
+                    // it wrote last holds this very content. Not written again: a write would
+                    // take back any later change of the record.
+                    if lastWrittenByThisClient, try storedContent(key, layer: ref.id, in: db) == content {
+                        answerAsReplay()
                         continue
                     }
                     reject(.alreadyExists, "an annotation with this id exists")
@@ -175,17 +180,13 @@ extension ServerDatabase {
             case .update, .delete:
                 guard live else {
                     // This client's own change of a record it deleted since, or its own delete,
-                    // sent again past the verdict window: the record it deleted last (before
-                    // this batch) is gone, as it asked. (Only a resend can be this: a client id
-                    // is one local copy's, and that copy shows the record deleted while its
-                    // delete waits, and acknowledges its changes in order, so an update older
-                    // than the delete was decided with it. Sharing ids across copies would
-                    // need this revisited.)
-                    if existing != nil, !touched.contains(key),
-                        let client = authority.clientID, existing?.writer.hasSameBytes(as: client) == true
-                    {
-                        results.append(ChangeResult(changeId: change.changeId, accepted: true, replayed: true))
-                        matchedReplays.insert(change.changeId)
+                    // sent again: the record it deleted last is gone, as it asked. (Only a
+                    // resend can be this: a client id is one local copy's, and that copy shows
+                    // the record deleted while its delete waits, and acknowledges its changes
+                    // in order, so an update older than the delete was decided with it.
+                    // Sharing ids across copies would need this revisited.)
+                    if lastWrittenByThisClient {
+                        answerAsReplay()
                         continue
                     }
                     reject(.notFound, "the annotation does not exist (it may have been deleted)")

@@ -26,12 +26,12 @@ extension ServerDatabase {
     /// Deletes verdicts past the window, 500 per sync across all layers, so no sync pays
     /// for a large cleanup and quiet layers are cleaned too. It only frees space: a verdict
     /// past the window is no longer read (``recordedVerdicts``), deleted or not.
-    static func forgetExpiredVerdicts(in db: Database, now: Date = Date()) throws {
+    static func forgetExpiredVerdicts(in db: Database) throws {
         try db.execute(
             sql: """
                 DELETE FROM appliedChange WHERE (layerId, clientId, changeId) IN (
                     SELECT layerId, clientId, changeId FROM appliedChange WHERE appliedAt < ? LIMIT 500)
-                """, arguments: [now.addingTimeInterval(-replayWindow)])
+                """, arguments: [Date().addingTimeInterval(-replayWindow)])
     }
 
     /// Applies a client's changes in order, first come first win, in one transaction, and
