@@ -187,7 +187,7 @@ actor SyncEngine {
                 // Lost changes a process killed before telling left behind: told before the
                 // round, which may fail (offline), and this round's after it.
                 let tell = { @Sendable (lost: InstantLostChange) in client.emit(.didLoseChange(descriptor, lost)) }
-                try await round.reportLostChanges(tell)
+                try await SyncRound.reportLostChanges(in: layer, tell)
                 let outcome = try await round.run(
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
@@ -197,7 +197,7 @@ actor SyncEngine {
                 // One more round after a reset: from the snapshot's cursor, which a server
                 // that answers it normally confirms (ending the streak).
                 if outcome.resetRequired { again = true }
-                try await round.reportLostChanges(tell)
+                try await SyncRound.reportLostChanges(in: layer, tell)
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
             retryAttempt = 0

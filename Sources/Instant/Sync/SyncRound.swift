@@ -226,15 +226,11 @@ struct SyncRound {
         return try await Offload.run { try body(layer) }
     }
 
-    /// The lost changes the layer keeps (``LostChangeReport``): this round's, and any that
-    /// a process killed before it told the app left behind, each with what won (the
-    /// server's version when it was dropped). `tell` gets them in order; they are
-    /// forgotten after, so a process killed in between tells them again rather than never.
-    func reportLostChanges(_ tell: (InstantLostChange) -> Void) async throws {
-        try await Self.reportLostChanges(in: layer, tell)
-    }
-
-    /// ``reportLostChanges(_:)`` for `layer`, without a round (no server is needed).
+    /// The lost changes `layer` keeps (``LostChangeReport``): a round's, and any that a
+    /// process killed before it told the app left behind, each with what won (the server's
+    /// version when it was dropped). `tell` gets them in order; they are forgotten after,
+    /// so a process killed in between tells them again rather than never. No server is
+    /// needed.
     static func reportLostChanges(in layer: LayerDatabase, _ tell: (InstantLostChange) -> Void) async throws {
         let reports = try await Offload.run { try layer.lostChangeReports() }
         guard let last = reports.last?.sequence else { return }
@@ -251,14 +247,22 @@ struct SyncRound {
     }
 
     /// `lost` with what won as `records` (id and content, nil when deleted) have it: the
-    /// server's records, in order, the last of an id counting.
-    static func won(_ lost: [LostChangeReport], from records: [(id: String, content: Data?)]) -> [LostChangeReport] {
+    /// server's records, in order, the last of an id counting. With `whole` (a snapshot:
+    /// every live record), an id not among them won as deleted; otherwise its report keeps
+    /// what an earlier page said.
+    static func won(_ lost: [LostChangeReport], from records: [(id: String, content: Data?)], whole: Bool = false)
+        -> [LostChangeReport]
+    {
         guard !lost.isEmpty else { return lost }
         var latest: [ExactString: Data?] = [:]
         for record in records { latest[ExactString(record.id)] = .some(record.content) }
         return lost.map { report in
             var report = report
-            if let content = latest[ExactString(report.annotationID)] { report.winner = content }
+            if let content = latest[ExactString(report.annotationID)] {
+                report.winner = content
+            } else if whole {
+                report.winner = nil
+            }
             return report
         }
     }
@@ -278,7 +282,7 @@ struct SyncRound {
     /// revisions mean nothing there.
     ///
     /// `lost`: the changes through `acknowledged` the server refused, kept in the
-    /// snapshot's transaction until the app is told (``reportLostChanges(_:)``).
+    /// snapshot's transaction until the app is told (``reportLostChanges(in:_:)``).
     func reset(
         acknowledgingThrough acknowledged: Int64? = nil, history: String?, losing lost: [LostChangeReport] = []
     ) async throws {
@@ -332,12 +336,7 @@ struct SyncRound {
                     before: try layer.annotations(), after: records,
                     local: try layer.pendingAnnotationIDs(after: acknowledged), revision: first.revision)
                 // What won, for a change lost: the snapshot's record, or none.
-                var lost = lost.map { report in
-                    var report = report
-                    report.winner = nil
-                    return report
-                }
-                lost = Self.won(lost, from: records.map { ($0.id, $0.content) })
+                let lost = Self.won(lost, from: records.map { ($0.id, $0.content) }, whole: true)
                 try layer.applySnapshot(
                     records, revision: first.revision, epoch: first.epoch, acknowledgedThrough: acknowledged,
                     losing: lost, rebasingPending: rebase)
