@@ -33,14 +33,20 @@ enum LayerMigrations {
                 t.column("createdAt", .datetime).notNull()
             }
         }
-        migrator.registerMigration("layer-v2", migrate: addSyncIdentity)
-        migrator.registerMigration("layer-v3", migrate: numberChangesInMeta)
-        migrator.registerMigration("layer-v4", migrate: addChangeBases)
-        migrator.registerMigration("layer-v5", migrate: addBaseEpoch)
-        migrator.registerMigration("layer-v6", migrate: addLostChanges)
-        migrator.registerMigration("layer-v7", migrate: addLostChangeWinner)
+        for (identifier, migrate) in upgrades { migrator.registerMigration(identifier, migrate: migrate) }
         return migrator
     }
+
+    /// The migrations after the first, in order: how a new file is made, and how an
+    /// older one is brought up to date (``upgrade(_:checkingFirst:)``).
+    static let upgrades: [(identifier: String, migrate: @Sendable (Database) throws -> Void)] = [
+        ("layer-v2", addSyncIdentity),
+        ("layer-v3", numberChangesInMeta),
+        ("layer-v4", addChangeBases),
+        ("layer-v5", addBaseEpoch),
+        ("layer-v6", addLostChanges),
+        ("layer-v7", addLostChangeWinner),
+    ]
 
     /// Protocol 2's sync identity: the random client id the server keys its verdicts by,
     /// and the epoch that goes with the cursor. A file from before gets its client id here.
@@ -161,29 +167,9 @@ enum LayerMigrations {
                         message: "not upgraded, the file is damaged: " + check.prefix(3).joined(separator: "; "))
                 }
             }
-            if !applied.contains("layer-v2") {
-                try addSyncIdentity(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v2')")
-            }
-            if !applied.contains("layer-v3") {
-                try numberChangesInMeta(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v3')")
-            }
-            if !applied.contains("layer-v4") {
-                try addChangeBases(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v4')")
-            }
-            if !applied.contains("layer-v5") {
-                try addBaseEpoch(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v5')")
-            }
-            if !applied.contains("layer-v6") {
-                try addLostChanges(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v6')")
-            }
-            if !applied.contains("layer-v7") {
-                try addLostChangeWinner(db)
-                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('layer-v7')")
+            for (identifier, migrate) in upgrades where !applied.contains(identifier) {
+                try migrate(db)
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES (?)", arguments: [identifier])
             }
             return .commit
         }
