@@ -52,6 +52,32 @@ import Testing
         #expect(try reopened.openLayer(tenant: Scratch.tenant, document: "d", layer: "").pendingChanges().count == 1)
     }
 
+    /// A blob whose header announces more than `Int64.max` bytes (a flipped top bit of its
+    /// size field) is damage: the rebuild, which a missing catalog starts at launch,
+    /// quarantines it rather than trapping on the size.
+    @Test func aRebuildQuarantinesABlobAnnouncingASizePastInt64() async throws {
+        let scratch = try Scratch()
+        // Streamed without a size, so the stored frame records one in an 8-byte field.
+        let stream = AsyncStream<Data> { continuation in
+            continuation.yield(samplePDF(seed: 71))
+            continuation.finish()
+        }
+        let pdf = try await scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", chunks: stream)
+        scratch.store.close()
+        let path = scratch.store.layout.blobPath(pdf.sha256)
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let header = try #require(ZstdFrameHeader(Array(bytes.prefix(18))))
+        #expect(bytes[4] >> 6 == 3, "an 8-byte size field")
+        bytes[header.headerSize - 1] |= 0x80
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        for suffix in ["", "-wal", "-shm"] { try FileSystem.remove(scratch.store.layout.catalogPath + suffix) }
+
+        let reopened = try InstantStore(root: scratch.root)
+        #expect(!FileSystem.exists(path))
+        #expect(scratch.files(in: "quarantine").count == 1, "the damaged blob is kept as evidence")
+        #expect(try reopened.verify(VerifyOptions(deep: true)).isClean)
+    }
+
     @Test func aRebuildTakesBackALayerAStaleMarkDisabled() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")

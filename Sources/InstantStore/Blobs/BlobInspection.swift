@@ -12,7 +12,7 @@ import Foundation
 /// ```
 enum BlobInspection {
     /// One whole frame of a PDF, named by the SHA-256 its name claims.
-    case whole(hash: BlobHash, size: UInt64, stored: Int64)
+    case whole(hash: BlobHash, size: Int64, stored: Int64)
     /// Not a whole frame of a PDF: a bad name, a bad header, cut short.
     case cutShort
     /// A read of it failed other than by its absence (no permission, an I/O error), at
@@ -28,7 +28,9 @@ enum BlobInspection {
             guard let hash = BlobHash(hex: (path as NSString).lastPathComponent),
                 let stored = try FileSystem.fileSize(path),
                 let header = ZstdFrameHeader(try file.read(count: 18, at: 0)),
-                let size = header.contentSize, header.hasChecksum, size > 0,
+                let announced = header.contentSize, header.hasChecksum, announced > 0,
+                // A size past Int64 (a flipped bit in the header) is damage, not a PDF.
+                let size = Int64(exactly: announced),
                 try header.isWholeFrame(file, size: stored)
             else { return .cutShort }
             return .whole(hash: hash, size: size, stored: stored)

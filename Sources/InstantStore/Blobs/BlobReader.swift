@@ -38,7 +38,7 @@ struct BlobReader {
         guard let frame = ZstdFrameHeader(header) else {
             throw .corruptBlob(sha256: hash.hex, reason: "no zstd frame header")
         }
-        guard frame.contentSize == UInt64(expectedSize), frame.hasChecksum else {
+        guard let expected = UInt64(exactly: expectedSize), frame.contentSize == expected, frame.hasChecksum else {
             throw .corruptBlob(
                 sha256: hash.hex, reason: "the frame header does not record \(expectedSize) bytes with a checksum")
         }

@@ -172,7 +172,7 @@ enum CatalogRebuild {
             // again: there the rebuild fails instead, as loudly as before, rather than
             // forget one.
             let hash: BlobHash
-            let size: UInt64
+            let size: Int64
             let stored: Int64
             switch BlobInspection.inspect(path: path) {
             case .whole(let whole):
@@ -189,7 +189,7 @@ enum CatalogRebuild {
                 continue
             }
             try BlobRecord(
-                sha256: hash.hex, size: Int64(size), storedSize: stored, refCount: 0, createdAt: Date(),
+                sha256: hash.hex, size: size, storedSize: stored, refCount: 0, createdAt: Date(),
                 lastVerifiedAt: nil
             ).insert(db)
             report.blobs += 1
