@@ -83,6 +83,33 @@ import Testing
         try expectPendingSurvives(scratch.root)
     }
 
+    /// A repair that sets a damaged PDF aside, killed at each step: the PDF's row never
+    /// outlives its file (a download would otherwise trust a PDF that is not there).
+    @Test(arguments: [
+        "directory.fsync@quarantine", "quarantine.afterLink", "verify.beforeBlobQuarantineCommit", "gc.afterUnlink",
+    ])
+    func blobQuarantineKilled(failpoint: String) async throws {
+        let scratch = try Scratch()
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 72)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L").close()
+        scratch.store.close()
+        let path = scratch.store.layout.blobPath(pdf.sha256)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.truncate(atOffset: try handle.seekToEnd() - 1)
+        try handle.close()
+
+        let result = try await runWorker(["repair", scratch.root.path], failpoint: failpoint)
+        #expect(result.signalled, "the repair should die at \(failpoint): \(result.output)")
+        let store = try InstantStore(root: scratch.root)
+        let found = try store.verify(VerifyOptions())
+        #expect(!found.problems.contains { $0.kind == .missingBlob }, "a row without its file: \(found.problems)")
+        _ = try store.verify(VerifyOptions(repair: true))
+        #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        #expect(!FileSystem.exists(path))
+        #expect(scratch.files(in: "quarantine").contains { $0.contains(pdf.sha256.hex) }, "the bad copy is kept")
+    }
+
     /// An orphan holding a pending change (its row lost) and a clean orphan (a create
     /// killed after its rename), swept by GC.
     @Test(arguments: ["gc.beforeAdoptCommit", "gc.afterOrphanUnlink", "quarantine.afterLink"])

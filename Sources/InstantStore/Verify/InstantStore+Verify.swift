@@ -112,19 +112,28 @@ extension InstantStore {
     /// Decided again inside the write transaction: when the file is no longer the one
     /// found bad (`identity`: an ingest replaced it with good bytes meanwhile), nothing is
     /// done and false returned.
+    ///
+    /// The file keeps its name in `blobs/` until the row is gone: it is linked into
+    /// `quarantine/` (synced) inside the transaction, and unlinked from `blobs/` by its
+    /// tombstone after the commit. A kill or a failure at any step before leaves the row
+    /// with its file, as invariant 1 needs.
     func quarantineBlob(_ hash: BlobHash, ifStill identity: FileIdentity?) throws(StoreError) -> Bool {
-        try catalog.write { db in
+        let relative = StoreLayout.blobRelativePath(hash)
+        let done = try catalog.write { db in
             let path = self.layout.blobPath(hash)
             guard FileSystem.identity(path) == identity, try BlobRecord.exists(db, key: hash.hex) else { return false }
             if identity != nil {
-                try FileSystem.rename(path, self.layout.quarantinePath(for: StoreLayout.blobRelativePath(hash)))
-                try FileSystem.syncDirectory(self.layout.quarantineDirectory)
+                _ = try self.layout.quarantine(relative, keepingOriginal: true)
+                try self.catalog.addTombstone(relative, in: db)
             }
             try db.execute(
                 sql: "UPDATE document SET blobSha256 = NULL, corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
             try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [hash.hex])
+            try Failpoint.check("verify.beforeBlobQuarantineCommit")
             return true
         }
+        if done { try sweepTombstones() }
+        return done
     }
 
     private func checkCounts(_ options: VerifyOptions, _ report: inout VerificationReport) throws(StoreError) {
