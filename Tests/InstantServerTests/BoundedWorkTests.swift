@@ -173,6 +173,32 @@ import ServerTestSupport
         }
     }
 
+    /// A listen that carries a body (sent slowly, in pieces) is refused at once: parked, its
+    /// unread body kept the handler from ever returning, and the connection open.
+    @Test(.timeLimit(.minutes(2)), arguments: ["Content-Length: 8", "Transfer-Encoding: chunked"])
+    func aListenWithABodyIsRefusedNotParked(header: String) async throws {
+        try await TestServer.with(listenTimeout: 1) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let connection = try RawConnection(server)
+            defer { connection.close() }
+            connection.send(
+                "GET /i/v1/documents/d/listen?revision=0&timeout=1 HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Token token=\"\(token)\"\r\nConnection: close\r\n\(header)\r\n\r\n")
+            // Eight pieces: more than the body stream below an unread handler takes in.
+            let body = Array(repeating: header.hasPrefix("Content-Length") ? "x" : "1\r\nx\r\n", count: 8)
+            for piece in body {
+                try await Task.sleep(for: .milliseconds(50))
+                connection.send(piece)
+            }
+            let answer = await connection.readUntilClosed(seconds: 5)
+            #expect(answer.closed, "answered, and closed as asked")
+            let text = String(decoding: answer.data, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 400"), "\(text)")
+            #expect(text.contains("invalidRequest"), "\(text)")
+        }
+    }
+
     @Test func idleAndStalledConnectionsAreClosed() async throws {
         try await TestServer.with(listenTimeout: 1, configure: { $0.idleTimeout = 2 }) { server in
             let silent = try RawConnection(server)

@@ -114,6 +114,12 @@ struct ClientRoutes {
     @Sendable func listen(_ request: Request, context: ServerContext) async throws -> Response {
         let identity = try await server.identity(request, context)
         try identity.require(.readDocument, for: "listening")
+        // A listen carries no body. One that did would sit unread below the close watch
+        // (which reads the connection to its end), and its handler could never return.
+        if request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap { Int($0) } ?? 0) != 0
+        {
+            throw ProtocolError(.invalidRequest, "listen takes no request body")
+        }
         let query = request.uri.queryParameters
         let after = try request.revision(
             "revision", need: "listen needs ?revision=N, the last revision the client has")
