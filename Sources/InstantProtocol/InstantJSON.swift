@@ -10,11 +10,24 @@ public enum InstantJSON {
     /// The `format` of an Instant JSON document.
     public static let format = "https://pspdfkit.com/instant-json/v1"
 
+    /// How deep an annotation's arrays and objects may nest (the annotation object itself
+    /// counts as 1). Every message carries content three levels down (a sync's `changes`,
+    /// a snapshot's `records`: the message, the list, the record), and a reader refuses a
+    /// message nested deeper than 512: content any deeper could be stored, but never sent
+    /// again, and would stop its layer from syncing.
+    public static let maximumAnnotationDepth = 509
+
     /// Checks `content` is an annotation object with a version, a type, a page index and a
-    /// bounding box; the error says which field is wrong.
+    /// bounding box, nested at most ``maximumAnnotationDepth`` deep; the error says which
+    /// rule is broken.
     public static func validateAnnotation(_ content: JSONValue) throws(ProtocolError) {
         guard case .object = content else {
             throw ProtocolError(.invalidAnnotation, "an annotation must be a JSON object")
+        }
+        guard content.nestsAtMost(maximumAnnotationDepth) else {
+            throw ProtocolError(
+                .invalidAnnotation,
+                "the annotation's arrays and objects nest deeper than \(maximumAnnotationDepth) levels")
         }
         guard let version = content["v"]?.number, version >= 1, version == version.rounded() else {
             throw ProtocolError(
@@ -34,5 +47,27 @@ public enum InstantJSON {
         if let width = box[2].number, let height = box[3].number, width < 0 || height < 0 {
             throw ProtocolError(.invalidAnnotation, "\"bbox\" width and height must not be negative")
         }
+    }
+}
+
+extension JSONValue {
+    /// Whether this value's arrays and objects nest at most `limit` levels (a container
+    /// counts 1, a scalar 0). Walks without recursion and stops at the first level past
+    /// the limit.
+    func nestsAtMost(_ limit: Int) -> Bool {
+        var pending: [(value: JSONValue, depth: Int)] = [(self, 1)]
+        while let (value, depth) = pending.popLast() {
+            switch value {
+            case .array(let items):
+                guard depth <= limit else { return false }
+                for item in items { pending.append((item, depth + 1)) }
+            case .object(let members):
+                guard depth <= limit else { return false }
+                for member in members.values { pending.append((member, depth + 1)) }
+            default:
+                continue
+            }
+        }
+        return true
     }
 }

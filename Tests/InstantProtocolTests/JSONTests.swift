@@ -176,4 +176,27 @@ struct JSONTests {
         let request = SyncRequest(clientId: "c", epoch: "e", baseRevision: 3, changes: [])
         #expect(try SyncRequest(jsonData: request.jsonBytes()) == request)
     }
+
+    /// An annotation nested as deep as a message can carry it (three levels down) passes;
+    /// one level more is refused, however it was built.
+    @Test func annotationContentNestsAtMostWhatAMessageCanCarry() throws {
+        func annotation(depth: Int) -> JSONValue {
+            var nested = JSONValue.array([])
+            for _ in 0..<(depth - 2) { nested = .array([nested]) }
+            return .object([
+                "v": .integer(2), "type": .string("pspdfkit/note"), "pageIndex": .integer(0),
+                "bbox": .array([.integer(0), .integer(0), .integer(1), .integer(1)]), "x": nested,
+            ])
+        }
+        let deepest = annotation(depth: InstantJSON.maximumAnnotationDepth)
+        try InstantJSON.validateAnnotation(deepest)
+        // Sent inside a message, it is read back.
+        let message = JSONValue.object(["changes": .array([.object(["content": deepest])])])
+        #expect(try JSONValue.parse(message.jsonBytes()) == message)
+        #expect(throws: ProtocolError.self) {
+            try InstantJSON.validateAnnotation(annotation(depth: InstantJSON.maximumAnnotationDepth + 1))
+        }
+        // Built in code deeper than any reader allows: refused.
+        #expect(throws: ProtocolError.self) { try InstantJSON.validateAnnotation(annotation(depth: 2_000)) }
+    }
 }

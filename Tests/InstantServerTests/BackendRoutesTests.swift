@@ -54,6 +54,30 @@ import ServerTestSupport
         }
     }
 
+    /// Content nested past what a snapshot can carry (three levels down) is refused on every
+    /// backend write: stored, it would make the layer's snapshot unreadable to every client.
+    @Test func contentTooDeepForASnapshotIsRefusedOnEveryBackendWrite() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let depth = InstantJSON.maximumAnnotationDepth + 1
+            let deep =
+                #"{"v":1,"type":"t","pageIndex":0,"bbox":[0,0,1,1],"x":"#
+                + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1) + "}"
+            let one = try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"a","content":\#(deep)}"#)
+            #expect(one.status == 400 && one.errorCode == "invalidAnnotation", "\(one.status)")
+            let bulk = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"annotations":[{"id":"b","content":\#(deep)}]}"#)
+            // (Wrapped once more than a snapshot wraps it, the body itself is past 512 levels.)
+            #expect(bulk.status == 400, "\(bulk.status)")
+            _ = try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"c","content":\#(note("c"))}"#)
+            let replaced = try await server.api(.PUT, "/documents/d/annotations/c", json: #"{"content":\#(deep)}"#)
+            #expect(replaced.status == 400 && replaced.errorCode == "invalidAnnotation", "\(replaced.status)")
+            let token = try await server.token(document: "d")
+            let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
+            #expect(snapshot.records.map(\.id) == ["c"])
+        }
+    }
+
     @Test func theAnnotationListIsAnEnvelopeAndNDJSONStreamsEveryRecord() async throws {
         try await TestServer.with(configure: {
             $0.maxAnnotationsListed = 3

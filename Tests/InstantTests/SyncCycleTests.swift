@@ -51,6 +51,16 @@ import Testing
             let document = descriptor.editableDocument
             let error = #expect(throws: InstantError.self) { try document.add(.object(["v": .integer(2)])) }
             #expect(error?.code == .invalidJSONStructure)
+            // Content nested past what a sync can carry would stop the layer syncing: refused.
+            var deep = note("deep")
+            guard case .object(var members) = deep else { return }
+            var nested = JSONValue.array([])
+            for _ in 0..<(InstantJSON.maximumAnnotationDepth - 1) { nested = .array([nested]) }
+            members["nested"] = nested
+            deep = .object(members)
+            let tooDeep = #expect(throws: InstantError.self) { try document.add(deep) }
+            #expect(tooDeep?.code == .invalidJSONStructure)
+            #expect(tooDeep?.message.contains("nest deeper") == true, "\(String(describing: tooDeep))")
             let readOnly = #expect(throws: InstantError.self) { try descriptor.readOnlyDocument().add(note("x")) }
             #expect(readOnly?.code == .savingDisabled)
             let missing = #expect(throws: InstantError.self) { try document.remove("nope") }
