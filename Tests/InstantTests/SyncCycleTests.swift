@@ -464,6 +464,35 @@ import Testing
         }
     }
 
+    /// `stopSyncing(true)` then `sync()`, one right after the other: the stop acts first
+    /// (the request in flight is cancelled), and the sync runs a cycle of its own that sends
+    /// the changes, rather than joining the cancelled one or being cancelled by a stop whose
+    /// task happened to run after it.
+    @Test func aSyncAskedRightAfterACancellingStopRunsAfterIt() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, "doc")
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            let (running, _) = try await syncHeldAtTheProxy(h, descriptor)
+            descriptor.stopSyncing(true)
+            let after = descriptor.sync()
+            #expect(await failure(of: running) != nil, "the cycle in flight was cancelled")
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: after) == nil)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+            #expect(descriptor.documentState == .clean)
+
+            // With no cycle running, the same two calls: the sync is never cancelled.
+            for round in 0..<5 {
+                try descriptor.editableDocument.add(note("more", id: "m\(round)"))
+                descriptor.stopSyncing(true)
+                #expect(await failure(of: descriptor.sync()) == nil, "round \(round)")
+            }
+            #expect(try await h.serverAnnotations("doc").count == 6)
+        }
+    }
+
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

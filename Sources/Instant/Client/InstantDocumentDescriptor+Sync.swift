@@ -7,9 +7,11 @@ extension InstantDocumentDescriptor {
     @discardableResult
     public func sync() -> InstantOperation {
         let engine = engine
+        // Stops asked for before this call act before it, even when their tasks run later.
+        let stops = stopRequests.withLock { $0.count }
         return InstantOperation(
             task: Task {
-                await engine.syncResult()
+                await engine.syncResult(afterStops: stops)
             })
     }
 
@@ -18,7 +20,8 @@ extension InstantDocumentDescriptor {
     /// have applied it: the next sync sends it again, and it is not applied twice).
     public func stopSyncing(_ cancelCurrentRequest: Bool) {
         let engine = engine
-        Task { await engine.stopSyncing(cancelCurrentRequest: cancelCurrentRequest) }
+        let stop = stopRequests.withLock { $0.add(cancelling: cancelCurrentRequest) }
+        Task { await engine.followStopRequests(through: stop) }
     }
 
     /// Listens for server changes and syncs when one happens. Balanced: each call needs
@@ -108,7 +111,8 @@ extension InstantDocumentDescriptor {
         }
         download?.cancel()
         let engine = engine
-        Task { await engine.stopSyncing(cancelCurrentRequest: true) }
+        let stop = stopRequests.withLock { $0.add(cancelling: true) }
+        Task { await engine.followStopRequests(through: stop) }
         closeLayer()
         do {
             try client.store.removeLayer(tenant: client.tenant, document: identifier, layer: layerName)

@@ -48,6 +48,22 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// Starts of listening not yet undone by a stop, counted in the order the app made
     /// them (``SyncEngine/followListenRequests()``).
     let listenRequests = Mutex(0)
+    /// Stops of syncing asked for, counted in the order the app made them, with the number
+    /// of the last one that cancels the request in flight (``SyncEngine/followStopRequests(through:)``):
+    /// a `sync()` asked for after a stop runs after it, whichever task runs first.
+    let stopRequests = Mutex(StopRequests())
+
+    struct StopRequests {
+        var count = 0
+        var lastCancelling = 0
+
+        /// Numbers one more stop; returns its number.
+        mutating func add(cancelling: Bool) -> Int {
+            count += 1
+            if cancelling { lastCancelling = count }
+            return count
+        }
+    }
 
     struct Mutable {
         var jwt: InstantJWT?
@@ -226,7 +242,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         download?.cancel()
         closeLayer()
         let engine = engine
-        Task { await engine.shutDown() }
+        let stop = stopRequests.withLock { $0.add(cancelling: true) }
+        Task { await engine.shutDown(stop: stop) }
     }
 
     public static func == (lhs: InstantDocumentDescriptor, rhs: InstantDocumentDescriptor) -> Bool { lhs === rhs }

@@ -15,6 +15,12 @@ actor SyncEngine {
     let api: ServerAPI
 
     private var cycle: Task<Result<Void, InstantError>, Never>?
+    /// The running cycle was cancelled (`stopSyncing(true)`): a sync asked for since is not
+    /// joined to it (it ends with the cancellation), but starts a new cycle once it ends.
+    private var cycleCancelled = false
+    /// How many of the descriptor's stop requests (``InstantDocumentDescriptor/stopRequests``)
+    /// have been followed.
+    private var stopsFollowed = 0
     /// Another round was asked for while one ran.
     private var again = false
     private var autoSync: Task<Void, Never>? {
@@ -57,9 +63,14 @@ actor SyncEngine {
 
     /// Starts a cycle, or asks the running one for another round; returns when a cycle
     /// that covers the request has ended.
-    func sync() async throws(InstantError) { try await syncResult().get() }
+    func sync() async throws(InstantError) {
+        try await syncResult(afterStops: descriptor?.stopRequests.withLock { $0.count } ?? 0).get()
+    }
 
-    func syncResult() async -> Result<Void, InstantError> {
+    /// Starts a cycle (or joins the running one), once the descriptor's stop requests
+    /// through number `stops` (those asked for before this sync) have been followed.
+    func syncResult(afterStops stops: Int) async -> Result<Void, InstantError> {
+        followStopRequests(through: stops)
         retry?.cancel()
         retry = nil
         return await startCycle()
@@ -68,7 +79,7 @@ actor SyncEngine {
     /// A local change was made: sync after the descriptor's delay, unless syncing local
     /// changes is disabled or the JWT was refused.
     func localChangesMade() {
-        if cycle != nil {
+        if cycle != nil && !cycleCancelled {
             again = true
             cycleStops = stops
             return
@@ -107,11 +118,27 @@ actor SyncEngine {
         autoSync = nil
         retry?.cancel()
         retry = nil
-        if cancelCurrentRequest { cycle?.cancel() }
+        if cancelCurrentRequest, let cycle {
+            cycle.cancel()
+            cycleCancelled = true
+        }
     }
 
-    /// Everything stops (local storage removed, client gone).
-    func shutDown() {
+    /// Follows the descriptor's stop requests through number `number`, in the order the app
+    /// made them: each only once, whether its own task or a later sync's comes first. The
+    /// request in flight is cancelled when one of them asked for that.
+    func followStopRequests(through number: Int) {
+        guard number > stopsFollowed else { return }
+        let lastCancelling = descriptor?.stopRequests.withLock { $0.lastCancelling } ?? number
+        let cancelling = lastCancelling > stopsFollowed && lastCancelling <= number
+        stopsFollowed = number
+        stopSyncing(cancelCurrentRequest: cancelling)
+    }
+
+    /// Everything stops (local storage removed, client gone): stop request `stop`, which
+    /// cancels the request in flight, and listening.
+    func shutDown(stop: Int) {
+        stopsFollowed = max(stopsFollowed, stop)
         stopSyncing(cancelCurrentRequest: true)
         listening?.cancel()
         listening = nil
@@ -124,6 +151,11 @@ actor SyncEngine {
     }
 
     private func startCycle() async -> Result<Void, InstantError> {
+        // A cancelled cycle ends with its cancellation: waited for, not joined.
+        while let cancelled = cycle, cycleCancelled {
+            _ = await cancelled.value
+            if cycle == cancelled { clearCycle() }
+        }
         if let cycle {
             again = true
             cycleStops = stops
@@ -134,11 +166,17 @@ actor SyncEngine {
         return await task.value
     }
 
+    /// The running cycle ended.
+    private func clearCycle() {
+        cycle = nil
+        cycleCancelled = false
+    }
+
     // MARK: The cycle
 
     private func runCycle() async -> Result<Void, InstantError> {
         guard let descriptor, let client = descriptor.client else {
-            cycle = nil
+            clearCycle()
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
@@ -207,7 +245,7 @@ actor SyncEngine {
             // The next cycle (after the backoff) may take one snapshot again.
             resetStreak = min(resetStreak, Self.resetsInARow - 1)
         }
-        cycle = nil
+        clearCycle()
         descriptor.setCycleState(nil)
         let settled = descriptor.documentState
         client.emit(.didChangeSyncState(descriptor, settled))
