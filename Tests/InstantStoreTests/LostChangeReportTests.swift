@@ -36,6 +36,31 @@ import Testing
         #expect(try layer.lostChangeReports().isEmpty)
     }
 
+    /// A handle kept open over a layer that a repair replaced (its lost changes carried into
+    /// the new file) reads no lost change: told from it, they would be told again from the
+    /// new file.
+    @Test func aReplacedLayersHandleReadsNoLostChange() throws {
+        let scratch = try Scratch()
+        let created = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("x"), revision: 1)
+        try created.create(id: "a", content: note("mine"))
+        let change = try #require(try created.pendingChanges().first)
+        try created.applyServerChanges(
+            [], newRevision: 2, acknowledgedThrough: change.sequence,
+            losing: [LostChangeReport(change, reason: "conflict", message: nil)])
+        created.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: created.key))
+        let open = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { open.close() }
+        _ = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect {
+            try open.lostChangeReports()
+        } throws: { ($0 as? StoreError)?.code == "layer_removed" }
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { fresh.close() }
+        #expect(try fresh.key != open.key && fresh.lostChangeReports().map(\.annotationID) == ["a"])
+    }
+
     /// A layer whose only local data is a lost change not told yet (with what won) counts
     /// it as pending in the catalog, and is kept by what must not lose changes: a removal
     /// that refuses them (prune's), and garbage collection, which takes the file back

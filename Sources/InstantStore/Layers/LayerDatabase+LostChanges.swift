@@ -43,7 +43,9 @@ public struct LostChangeReport: Sendable, Equatable {
 }
 
 extension LayerDatabase {
-    /// The lost changes not reported yet, oldest first.
+    /// The lost changes not reported yet, oldest first; `layerRemoved` once the layer is
+    /// removed, or replaced by a repair (which carries them into the new file: told from
+    /// this handle, they would be told twice).
     ///
     /// ```swift
     /// let reports = try layer.lostChangeReports()
@@ -51,7 +53,7 @@ extension LayerDatabase {
     /// if let last = reports.last { try layer.forgetLostChangeReports(through: last.sequence) }
     /// ```
     public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
-        try read { db in try Self.fetchLost(db) }
+        try readLive { db in try Self.fetchLost(db) }
     }
 
     /// The pending changes and the untold lost ones, in one read (a sync in another
