@@ -115,9 +115,17 @@ struct LayerDownload {
         // turn the download into a failed one.
         let annotations = try store.localDescriptor(tenant: tenant, document: document, layer: layer)?.annotationCount
         var transferred: Int64 = 0
-        // (`.stored`: attached to the document already, by the 304 that named it.)
-        if case .coming(let response, _) = try await startPDF() {
+        switch try await startPDF() {
+        case .coming(let response, _):
             transferred = try await ingest(response, layer: nil, files: try await files.value)
+        case .stored:
+            // The document's PDF again (another download brought it back meanwhile, or the
+            // 304 that named a stored one attached it): done, while the layer it was fetched
+            // for is still there and the app has not withdrawn it.
+            try Task.checkCancellation()
+            guard !withdrawn(),
+                try store.storedLayerNeed(tenant: tenant, document: document, layer: layer)?.key == storedLayerKey
+            else { throw Self.refusal(StoreError.layerRemoved(document: document, layer: layer)) }
         }
         progress.completedUnitCount = progress.totalUnitCount
         return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: Int(annotations ?? 0))
