@@ -41,6 +41,26 @@ import Testing
         #expect(throws: InstantError.self) { try InstantClient(serverURL: URL(string: "ftp://x")!, storeRoot: root) }
     }
 
+    /// A download that starts while a removal of its storage runs (counted, the store's
+    /// removal or the invalidation after it not done yet) is withdrawn by that removal:
+    /// its commit, which may come after the removal's, commits nothing. Once the removal
+    /// has ended, a download starting is not.
+    @Test func aDownloadStartingDuringARemovalIsWithdrawnByIt() throws {
+        defer { try? FileManager.default.removeItem(at: root) }
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let descriptor = try client.documentDescriptor(forJWT: jwt("d"))
+        let before = descriptor.removalsAtDownloadStart()
+        descriptor.countRemoval()
+        let during = descriptor.removalsAtDownloadStart()
+        #expect(during != before && during != descriptor.removals.load(ordering: .sequentiallyConsistent))
+        descriptor.endRemoval()
+        #expect(descriptor.removalsAtDownloadStart() == descriptor.removals.load(ordering: .sequentiallyConsistent))
+        // The client's removals end theirs, done or failed.
+        try client.removeLocalStorage(forDocumentIdentifier: "d")
+        try client.removeLocalStorage()
+        #expect(descriptor.removalsInFlight.load(ordering: .sequentiallyConsistent) == 0)
+    }
+
     /// Document ids are compared by their bytes, as the store and server do: two
     /// spellings Swift calls equal (canonically equivalent Unicode) are two documents.
     @Test func canonicallyEquivalentDocumentIDsAreTwoDescriptors() throws {

@@ -141,7 +141,8 @@ public final class InstantClient: Sendable {
     /// Removes a document with every layer (unsynced changes included) and its PDF;
     /// its live descriptors become `invalid`.
     public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
-        countRemoval { $0.document == ExactString(identifier) }
+        let counted = countRemoval { $0.document == ExactString(identifier) }
+        defer { for descriptor in counted { descriptor.endRemoval() } }
         do {
             try store.removeDocument(tenant: tenant, document: identifier)
         } catch .noSuchDocument {
@@ -155,7 +156,8 @@ public final class InstantClient: Sendable {
     /// Removes everything of this server from the store (other servers' data stays); every
     /// live descriptor becomes `invalid`.
     public func removeLocalStorage() throws(InstantError) {
-        countRemoval { _ in true }
+        let counted = countRemoval { _ in true }
+        defer { for descriptor in counted { descriptor.endRemoval() } }
         do {
             try store.removeTenant(tenant)
         } catch .nothingStored {
@@ -182,9 +184,10 @@ public final class InstantClient: Sendable {
     /// Counted before the store's removal: a download of a matching descriptor asks, inside
     /// its commit's transaction, whether a removal came since it started, and then commits
     /// nothing (past its last cancellation check, it cannot be cancelled any more).
-    private func countRemoval(_ matching: (Key) -> Bool) {
+    private func countRemoval(_ matching: (Key) -> Bool) -> [InstantDocumentDescriptor] {
         let live = descriptors.withLock { cache in cache.filter { matching($0.key) }.map(\.value) }
         for descriptor in live { descriptor.countRemoval() }
+        return live
     }
 
     /// Marks the matching descriptors invalid and forgets them: the next request for that

@@ -33,9 +33,9 @@ extension InstantDocumentDescriptor {
         } else {
             jwt = try InstantJWT(parsing: token)
         }
-        // Taken before the store is read: a removal counted from here on withdraws this
-        // download, whatever the reads below saw.
-        let removalsAtStart = removals.load(ordering: .sequentiallyConsistent)
+        // Taken before the store is read: a removal counted from here on, or running now,
+        // withdraws this download, whatever the reads below saw.
+        let removalsAtStart = removalsAtDownloadStart()
         // One look at the store for both checks; it runs before every download. A store
         // that cannot be read fails the download rather than skip the user's check.
         let stored = mutable.withLock { $0.invalidated } ? nil : try client.localDescriptor(identifier, layerName)

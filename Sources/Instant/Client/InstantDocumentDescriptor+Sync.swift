@@ -101,6 +101,7 @@ extension InstantDocumentDescriptor {
                 "the descriptor is invalid (its storage was removed already): get a new one from the client")
         }
         countRemoval()
+        defer { endRemoval() }
         let download = mutable.withLock { state -> InstantOperation? in
             defer {
                 state.download = nil

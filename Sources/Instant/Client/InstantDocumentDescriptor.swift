@@ -42,6 +42,10 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// commit reads it inside the catalog's write transaction, and a thread holding
     /// `mutable` may wait for that transaction.
     let removals = Atomic<Int>(0)
+    /// Removals counted in ``removals`` that have not ended yet (the store's removal, and
+    /// the invalidation a client's removal makes after it): a download that starts while
+    /// one runs is withdrawn by it too, though it starts after the count.
+    let removalsInFlight = Atomic<Int>(0)
     /// Removals of this layer by ``removeLocalStorage()`` that succeeded: a listen loop
     /// begun before the last one has nothing to listen for.
     let layerRemovals = Atomic<Int>(0)
@@ -230,7 +234,20 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// Its storage is about to be removed by a removal of its document or of the client's
     /// storage: a download running now commits nothing (see `LayerDownload.withdrawn`).
     func countRemoval() {
+        removalsInFlight.add(1, ordering: .sequentiallyConsistent)
         removals.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// A removal counted by ``countRemoval()`` ended (done, or failed).
+    func endRemoval() {
+        removalsInFlight.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// What a download starting now compares ``removals`` with, inside its commit: the
+    /// count now, or, while a removal runs, one it can never equal again (withdrawn).
+    func removalsAtDownloadStart() -> Int {
+        let count = removals.load(ordering: .sequentiallyConsistent)
+        return removalsInFlight.load(ordering: .sequentiallyConsistent) > 0 ? -1 : count
     }
 
     /// Removed from under it (or its client's storage removed): it answers `invalid`.
