@@ -22,6 +22,8 @@ public final class InstantServer: Sendable {
     let listeners: ListenerRegistry
     let writes = LayerWriteQueue()
     let uploads = UploadReservations()
+    /// JSON request bodies being worked on at once (``BodyBudget``).
+    let bodies: BodyBudget
     /// The tenant under which the server's PDFs sit in its blob store.
     let pdfTenant: TenantURL
     /// Documents whose PDF the store holds but the database does not know, found at start
@@ -33,6 +35,7 @@ public final class InstantServer: Sendable {
 
     public init(configuration: ServerConfiguration) async throws {
         self.configuration = configuration
+        bodies = BodyBudget(capacity: configuration.maxBodyBytesInFlight, payloadLimit: configuration.maxPayloadSize)
         listeners = ListenerRegistry(
             limits: .init(total: configuration.maxListeners, perLayer: configuration.maxListenersPerLayer))
         // Private: it holds every user's annotations. Narrowed when it exists already.

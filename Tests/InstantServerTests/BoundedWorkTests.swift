@@ -199,6 +199,39 @@ import ServerTestSupport
         }
     }
 
+    /// JSON bodies worked on at once are bounded across the server: past the budget, a
+    /// sync gets 503 serverBusy before its body is read, and the place comes back once the
+    /// body that held it is done (here, its sender hangs up half way).
+    @Test func bodiesPastTheBudgetGet503UntilOneEnds() async throws {
+        try await TestServer.with(
+            maxPayloadSize: 64 << 10, configure: { $0.maxBodyBytesInFlight = 64 << 10 }
+        ) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d")
+            let slow = try RawConnection(server)
+            slow.send(
+                "POST /i/v1/documents/d/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\"\(token)\"\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(64 << 10)\r\n\r\n{\"clientId\":")
+            let sync = Data(SyncRequest(clientId: "budget-0123456789ab", baseRevision: 0, changes: []).jsonBytes())
+            // The slow body is counted once its handler runs: until then, syncs still get in.
+            var refused = try await server.client(.POST, "d", "sync", token: token, body: sync)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while refused.status != 503 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                refused = try await server.client(.POST, "d", "sync", token: token, body: sync)
+            }
+            #expect(refused.status == 503 && refused.errorCode == "serverBusy")
+            #expect(refused.header("Retry-After") == "5")
+            slow.close()
+            var admitted = refused
+            while admitted.status == 503 && ContinuousClock.now < deadline + .seconds(10) {
+                try await Task.sleep(for: .milliseconds(50))
+                admitted = try await server.client(.POST, "d", "sync", token: token, body: sync)
+            }
+            #expect(admitted.status == 200, "\(admitted.status)")
+        }
+    }
+
     @Test func idleAndStalledConnectionsAreClosed() async throws {
         try await TestServer.with(listenTimeout: 1, configure: { $0.idleTimeout = 2 }) { server in
             let silent = try RawConnection(server)

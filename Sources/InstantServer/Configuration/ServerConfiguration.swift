@@ -38,6 +38,12 @@ public struct ServerConfiguration: Sendable {
     /// `IDLE_TIMEOUT_SECONDS`: a connection with no request in flight (or a request that
     /// stops sending) is closed after this long, default 90.
     public var idleTimeout = 90
+    /// `MAX_BODY_BYTES_IN_FLIGHT`: the JSON request bodies (syncs, backend writes) read and
+    /// worked on at once, in bytes as announced, default twice the payload limit (64 MiB);
+    /// past it, `503 serverBusy` with `Retry-After`. A decoded body takes many times its
+    /// size in memory: this bounds what they take together. One body is always let in
+    /// when no other is being worked on.
+    public var maxBodyBytesInFlight = 64 << 20
 
     public init(
         host: String = "127.0.0.1", port: Int = 5000, dataDirectory: URL, apiAuthToken: String,
@@ -52,6 +58,7 @@ public struct ServerConfiguration: Sendable {
         self.maxUploadSize = maxUploadSize
         self.maxPayloadSize = maxPayloadSize
         self.maximumListenTimeout = maximumListenTimeout
+        self.maxBodyBytesInFlight = 2 * maxPayloadSize
     }
 
     /// Reads the configuration from `environment`; the error lists everything missing or
@@ -109,6 +116,8 @@ public struct ServerConfiguration: Sendable {
         configuration.maxListeners = integer("MAX_LISTENERS", 10_000, minimum: 1, maximum: 1_000_000)
         configuration.maxListenersPerLayer = integer("MAX_LISTENERS_PER_LAYER", 2_000, minimum: 1, maximum: 1_000_000)
         configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1, maximum: 86_400)
+        configuration.maxBodyBytesInFlight = integer(
+            "MAX_BODY_BYTES_IN_FLIGHT", 2 * configuration.maxPayloadSize, minimum: 1024)
         if configuration.idleTimeout <= configuration.maximumListenTimeout {
             problems.append(
                 "IDLE_TIMEOUT_SECONDS (\(configuration.idleTimeout)) must be above LISTEN_TIMEOUT_MAX_SECONDS "

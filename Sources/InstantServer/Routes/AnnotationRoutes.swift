@@ -13,12 +13,12 @@ struct AnnotationRoutes {
     func register(on api: RouterGroup<ServerContext>) {
         for prefix in ["documents/:document", "documents/:document/layers/:layer"] {
             api.get("\(prefix)/annotations", use: list)
-            api.post("\(prefix)/annotations", use: create)
+            api.post("\(prefix)/annotations", use: server.bodies.counting(create))
             api.get("\(prefix)/annotations/:annotation", use: get)
-            api.put("\(prefix)/annotations/:annotation", use: update)
+            api.put("\(prefix)/annotations/:annotation", use: server.bodies.counting(update))
             api.delete("\(prefix)/annotations/:annotation", use: delete)
             api.get("\(prefix)/document.json", use: exportInstantJSON)
-            api.post("\(prefix)/apply_instant_json", use: applyInstantJSON)
+            api.post("\(prefix)/apply_instant_json", use: server.bodies.counting(applyInstantJSON))
         }
     }
 

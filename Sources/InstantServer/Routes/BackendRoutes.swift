@@ -20,7 +20,7 @@ struct BackendRoutes {
         api.delete("documents/:document", use: deleteDocument)
         api.get("documents/:document/properties", use: properties)
         api.get("documents/:document/layers", use: listLayers)
-        api.post("documents/:document/layers", use: createLayer)
+        api.post("documents/:document/layers", use: server.bodies.counting(createLayer))
         api.delete("documents/:document/layers/:layer", use: deleteLayer)
         AnnotationRoutes(server: server).register(on: api)
     }

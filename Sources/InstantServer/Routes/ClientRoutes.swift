@@ -14,7 +14,7 @@ struct ClientRoutes {
         let client = group.add(middleware: VersionMiddleware())
         client.get("documents/:document/pdf", use: PDFDownload(server: server).respond)
         client.get("documents/:document/snapshot", use: snapshot)
-        client.post("documents/:document/sync", use: sync)
+        client.post("documents/:document/sync", use: server.bodies.counting(sync))
         client.get("documents/:document/changes", use: changes)
         client.get("documents/:document/listen", use: listen)
     }
