@@ -11,11 +11,12 @@ public enum InstantJSON {
     public static let format = "https://pspdfkit.com/instant-json/v1"
 
     /// How deep an annotation's arrays and objects may nest (the annotation object itself
-    /// counts as 1). Every message carries content three levels down (a sync's `changes`,
-    /// a snapshot's `records`: the message, the list, the record), and a reader refuses a
-    /// message nested deeper than 512: content any deeper could be stored, but never sent
-    /// again, and would stop its layer from syncing.
-    public static let maximumAnnotationDepth = 509
+    /// counts as 1). A reader refuses a document nested deeper than 512, and every format
+    /// that carries content wraps it: three levels in a sync and a snapshot page (the
+    /// message, the list, the record), four in the backend's annotation list, five in the
+    /// export of pending changes (`instantctl rm --export`). Content any deeper could be
+    /// stored, but never sent or read back again, and would stop its layer from syncing.
+    public static let maximumAnnotationDepth = 507
 
     /// Checks `content` is an annotation object with a version, a type, a page index and a
     /// bounding box, nested at most ``maximumAnnotationDepth`` deep; the error says which

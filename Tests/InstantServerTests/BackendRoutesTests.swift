@@ -54,8 +54,8 @@ import ServerTestSupport
         }
     }
 
-    /// Content nested past what a snapshot can carry (three levels down) is refused on every
-    /// backend write: stored, it would make the layer's snapshot unreadable to every client.
+    /// Content nested past what every format can carry is refused on every backend write:
+    /// stored, it would make the layer's snapshot unreadable to every client.
     @Test func contentTooDeepForASnapshotIsRefusedOnEveryBackendWrite() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))
@@ -67,14 +67,23 @@ import ServerTestSupport
             #expect(one.status == 400 && one.errorCode == "invalidAnnotation", "\(one.status)")
             let bulk = try await server.api(
                 .POST, "/documents/d/annotations", json: #"{"annotations":[{"id":"b","content":\#(deep)}]}"#)
-            // (Wrapped once more than a snapshot wraps it, the body itself is past 512 levels.)
-            #expect(bulk.status == 400, "\(bulk.status)")
+            #expect(bulk.status == 400 && bulk.errorCode == "invalidAnnotation", "\(bulk.status)")
             _ = try await server.api(.POST, "/documents/d/annotations", json: #"{"id":"c","content":\#(note("c"))}"#)
             let replaced = try await server.api(.PUT, "/documents/d/annotations/c", json: #"{"content":\#(deep)}"#)
             #expect(replaced.status == 400 && replaced.errorCode == "invalidAnnotation", "\(replaced.status)")
             let token = try await server.token(document: "d")
             let snapshot = try await server.client(.GET, "d", "snapshot", token: token).json(LayerSnapshot.self)
             #expect(snapshot.records.map(\.id) == ["c"])
+
+            // The deepest content allowed is read back from the deepest listing that carries it.
+            let deepest =
+                #"{"v":1,"type":"t","pageIndex":0,"bbox":[0,0,1,1],"x":"#
+                + String(repeating: "[", count: depth - 2) + String(repeating: "]", count: depth - 2) + "}"
+            let kept = try await server.api(
+                .PUT, "/documents/d/annotations/c", json: #"{"content":\#(deepest)}"#)
+            #expect(kept.status == 200, "\(kept.status)")
+            let listed = try await server.api(.GET, "/documents/d/annotations")
+            #expect(try JSONValue.parse(Array(listed.body))["data"]?["annotations"] != nil)
         }
     }
 
