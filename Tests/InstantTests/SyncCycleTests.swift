@@ -490,6 +490,21 @@ import Testing
                 #expect(await failure(of: descriptor.sync()) == nil, "round \(round)")
             }
             #expect(try await h.serverAnnotations("doc").count == 6)
+
+            // A cancelling stop asked for after a sync withdraws it, even when the sync waits
+            // for a cancelled cycle to end, or its task runs after the stop's.
+            try descriptor.editableDocument.add(note("held back", id: "late"))
+            let (held, _) = try await syncHeldAtTheProxy(h, descriptor)
+            descriptor.stopSyncing(true)
+            let withdrawn = descriptor.sync()
+            descriptor.stopSyncing(true)
+            #expect(await failure(of: held) != nil)
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: withdrawn) != nil, "withdrawn by the stop asked for after it")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await h.serverAnnotations("doc").count == 6, "nothing sent after the stop")
+            #expect(await failure(of: descriptor.sync()) == nil)
+            #expect(try await h.serverAnnotations("doc").count == 7)
         }
     }
 

@@ -59,13 +59,22 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
 
     struct StopRequests {
         var count = 0
-        var lastCancelling = 0
+        /// The numbers of the stops that cancel the request in flight, not followed yet.
+        var cancelling: [Int] = []
 
         /// Numbers one more stop; returns its number.
-        mutating func add(cancelling: Bool) -> Int {
+        mutating func add(cancelling cancels: Bool) -> Int {
             count += 1
-            if cancelling { lastCancelling = count }
+            if cancels { cancelling.append(count) }
             return count
+        }
+
+        /// The last stop after `followed` and through `number` that cancels, if any; those
+        /// through `number` are forgotten (followed now).
+        mutating func follow(after followed: Int, through number: Int) -> Int? {
+            let cancels = cancelling.last { $0 > followed && $0 <= number }
+            cancelling.removeAll { $0 <= number }
+            return cancels
         }
     }
 

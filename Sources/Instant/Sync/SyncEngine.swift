@@ -41,6 +41,8 @@ actor SyncEngine {
     private var stops = 0
     /// ``stops`` as of the running cycle's start, or of the last request that joined it.
     private var cycleStops = 0
+    /// The number of the last stop request followed that cancels the request in flight.
+    private var lastCancellingStop = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
     /// The most changes one request carries (the server's default cap).
@@ -73,7 +75,7 @@ actor SyncEngine {
         followStopRequests(through: stops)
         retry?.cancel()
         retry = nil
-        return await startCycle()
+        return await startCycle(askedAfterStop: stops)
     }
 
     /// A local change was made: sync after the descriptor's delay, unless syncing local
@@ -129,16 +131,23 @@ actor SyncEngine {
     /// request in flight is cancelled when one of them asked for that.
     func followStopRequests(through number: Int) {
         guard number > stopsFollowed else { return }
-        let lastCancelling = descriptor?.stopRequests.withLock { $0.lastCancelling } ?? number
-        let cancelling = lastCancelling > stopsFollowed && lastCancelling <= number
+        let followed = stopsFollowed
+        // With the descriptor gone, every stop counts as cancelling.
+        let cancelling: Int? =
+            if let descriptor { descriptor.stopRequests.withLock { $0.follow(after: followed, through: number) } } else
+            {
+                number
+            }
         stopsFollowed = number
-        stopSyncing(cancelCurrentRequest: cancelling)
+        if let cancelling { lastCancellingStop = max(lastCancellingStop, cancelling) }
+        stopSyncing(cancelCurrentRequest: cancelling != nil)
     }
 
     /// Everything stops (local storage removed, client gone): stop request `stop`, which
     /// cancels the request in flight, and listening.
     func shutDown(stop: Int) {
         stopsFollowed = max(stopsFollowed, stop)
+        lastCancellingStop = max(lastCancellingStop, stop)
         stopSyncing(cancelCurrentRequest: true)
         listening?.cancel()
         listening = nil
@@ -150,12 +159,20 @@ actor SyncEngine {
         retryAttempt = 0
     }
 
-    private func startCycle() async -> Result<Void, InstantError> {
+    /// Starts a cycle, or joins the running one. `askedAfterStop`: a sync the app asked for
+    /// after that many stops, which a cancelling stop the app asked for after it withdraws;
+    /// nil: the engine's own (the auto-sync timer, a retry), which any stop withdraws.
+    private func startCycle(askedAfterStop asked: Int? = nil) async -> Result<Void, InstantError> {
         // A cancelled cycle ends with its cancellation: waited for, not joined.
+        let stopsBefore = stops
         while let cancelled = cycle, cycleCancelled {
             _ = await cancelled.value
             if cycle == cancelled { clearCycle() }
         }
+        // A stop that came after this request (followed before it, or while it waited)
+        // withdraws it, as it would have cancelled it running.
+        let withdrawn = asked.map { lastCancellingStop > $0 } ?? (stops != stopsBefore)
+        if withdrawn { return .failure(InstantError(.requestFailed, "the sync was cancelled (stopSyncing)")) }
         if let cycle {
             again = true
             cycleStops = stops
