@@ -121,8 +121,8 @@ struct LayerDownload {
         case .stored:
             // The document's PDF again (another download brought it back meanwhile, or the
             // 304 that named a stored one attached it): done, while the layer it was fetched
-            // for is still there and the app has not withdrawn it.
-            try Task.checkCancellation()
+            // for is still there and the app has not withdrawn it. (Not a cancellation now:
+            // what was asked for is done.)
             guard !withdrawn(),
                 try store.storedLayerNeed(tenant: tenant, document: document, layer: layer)?.key == storedLayerKey
             else { throw Self.refusal(StoreError.layerRemoved(document: document, layer: layer)) }
