@@ -85,6 +85,15 @@ import ServerTestSupport
                 "API_AUTH_TOKEN": "t", "JWT_PUBLIC_KEY": pair.publicKey, "JWT_ALGORITHM": "ES256", "PORT": "0",
             ])
         #expect(good?.port == 0 && good?.jwtKey.algorithm == .es256)
+        #expect(good?.maxBodyBytesInFlight == 2 * (good?.maxPayloadSize ?? 0))
+        #expect {
+            _ = try ServerConfiguration(environment: [
+                "API_AUTH_TOKEN": "t", "JWT_PUBLIC_KEY": pair.publicKey, "JWT_ALGORITHM": "ES256",
+                "MAX_PAYLOAD_SIZE_BYTES": "1048576", "MAX_BODY_BYTES_IN_FLIGHT": "65536",
+            ])
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains("MAX_BODY_BYTES_IN_FLIGHT") == true
+        }
         #expect(throws: ConfigurationError.self) {
             try ServerConfiguration(environment: [
                 "API_AUTH_TOKEN": "t", "JWT_PUBLIC_KEY": pair.publicKey, "JWT_ALGORITHM": "RS256",

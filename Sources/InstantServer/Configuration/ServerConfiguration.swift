@@ -118,6 +118,12 @@ public struct ServerConfiguration: Sendable {
         configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1, maximum: 86_400)
         configuration.maxBodyBytesInFlight = integer(
             "MAX_BODY_BYTES_IN_FLIGHT", 2 * configuration.maxPayloadSize, minimum: 1024)
+        if configuration.maxBodyBytesInFlight < configuration.maxPayloadSize {
+            problems.append(
+                "MAX_BODY_BYTES_IN_FLIGHT (\(configuration.maxBodyBytesInFlight)) must be at least "
+                    + "MAX_PAYLOAD_SIZE_BYTES (\(configuration.maxPayloadSize)), or a body of the largest size "
+                    + "gets in only when no other is being worked on")
+        }
         if configuration.idleTimeout <= configuration.maximumListenTimeout {
             problems.append(
                 "IDLE_TIMEOUT_SECONDS (\(configuration.idleTimeout)) must be above LISTEN_TIMEOUT_MAX_SECONDS "
