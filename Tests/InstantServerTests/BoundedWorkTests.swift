@@ -199,47 +199,6 @@ import ServerTestSupport
         }
     }
 
-    /// JSON bodies worked on at once are bounded across the server: past the budget, a
-    /// sync gets 503 serverBusy before its body is read, and the place comes back once the
-    /// body that held it is done (here, its sender hangs up half way).
-    @Test func bodiesPastTheBudgetGet503UntilOneEnds() async throws {
-        try await TestServer.with(
-            maxPayloadSize: 64 << 10, configure: { $0.maxBodyBytesInFlight = 64 << 10 }
-        ) { server in
-            try await server.upload("d", samplePDF(2_000))
-            let token = try await server.token(document: "d")
-            let sync = Data(SyncRequest(clientId: "budget-0123456789ab", baseRevision: 0, changes: []).jsonBytes())
-            // A body of the whole budget, sent half way: counted once its handler runs, if
-            // nothing else is counted then. On a loaded machine a sync may come first (and the
-            // slow one is refused): start over with a new slow one, waiting longer each time.
-            var slow = try RawConnection(server)
-            var refused: TestServer.Reply?
-            for attempt in 1...10 {
-                if attempt > 1 {
-                    slow.close()
-                    slow = try RawConnection(server)
-                }
-                slow.send(
-                    "POST /i/v1/documents/d/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Token token=\"\(token)\"\r\n"
-                        + "Content-Type: application/json\r\nContent-Length: \(64 << 10)\r\n\r\n{\"clientId\":")
-                try await Task.sleep(for: .milliseconds(200 * attempt))
-                refused = try await server.client(.POST, "d", "sync", token: token, body: sync)
-                if refused?.status == 503 { break }
-            }
-            let refusal = try #require(refused)
-            #expect(refusal.status == 503 && refusal.errorCode == "serverBusy")
-            #expect(refusal.header("Retry-After") == "5")
-            slow.close()
-            var admitted = refusal
-            let freedBy = ContinuousClock.now + .seconds(60)
-            while admitted.status == 503 && ContinuousClock.now < freedBy {
-                try await Task.sleep(for: .milliseconds(50))
-                admitted = try await server.client(.POST, "d", "sync", token: token, body: sync)
-            }
-            #expect(admitted.status == 200, "\(admitted.status)")
-        }
-    }
-
     @Test func idleAndStalledConnectionsAreClosed() async throws {
         try await TestServer.with(listenTimeout: 1, configure: { $0.idleTimeout = 2 }) { server in
             let silent = try RawConnection(server)

@@ -38,11 +38,11 @@ public struct ServerConfiguration: Sendable {
     /// `IDLE_TIMEOUT_SECONDS`: a connection with no request in flight (or a request that
     /// stops sending) is closed after this long, default 90.
     public var idleTimeout = 90
-    /// `MAX_BODY_BYTES_IN_FLIGHT`: the JSON request bodies (syncs, backend writes) read and
-    /// worked on at once, in bytes as announced, default twice the payload limit (64 MiB);
-    /// past it, `503 serverBusy` with `Retry-After`. A decoded body takes many times its
-    /// size in memory: this bounds what they take together. One body is always let in
-    /// when no other is being worked on.
+    /// `MAX_BODY_BYTES_IN_FLIGHT`: the JSON request bodies (syncs, backend writes) decoded
+    /// and worked on at once, each counted once it has arrived whole, default twice the
+    /// payload limit (64 MiB), never less than it; past it, `503 serverBusy` with
+    /// `Retry-After`. A decoded body takes many times its size in memory: this bounds what
+    /// they take together. One body is always let in when no other is being worked on.
     public var maxBodyBytesInFlight = 64 << 20
 
     public init(

@@ -36,9 +36,13 @@ extension Request {
     static func percentDecoded(_ text: some StringProtocol) -> String? { HeaderParsing.percentDecoded(text) }
 
     /// The body read as the wire type `T`, at most `limit` bytes; errors say what is wrong
-    /// and where (`"changes[2].kind" must be one of create, update, delete`).
+    /// and where (`"changes[2].kind" must be one of create, update, delete`). Once it has
+    /// arrived, the body is counted in the server's ``BodyBudget`` (by the route's
+    /// ``BodyBudget/counting(_:)``) before it is decoded: `serverBusy` when there is no room.
     func decodeJSON<T: JSONRepresentable>(_ type: T.Type, limit: Int) async throws -> T {
-        try T(jsonData: try await collectBody(limit: limit).readableBytesView)
+        let body = try await collectBody(limit: limit)
+        try BodyBudget.current?.count(body.readableBytes)
+        return try T(jsonData: body.readableBytesView)
     }
 
     private func collectBody(limit: Int) async throws -> ByteBuffer {

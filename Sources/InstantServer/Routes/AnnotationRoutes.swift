@@ -221,7 +221,9 @@ struct AnnotationRoutes {
             var found: JSONValue?
             while found == nil, let part = try await form.nextPart() {
                 guard ["instant.json", "file"].contains(part.name) else { continue }
-                found = try JSONValue.parse(Array(try await form.partValue(part.name, maximum: limit).utf8))
+                let text = try await form.partValue(part.name, maximum: limit)
+                try BodyBudget.current?.count(text.utf8.count)
+                found = try JSONValue.parse(Array(text.utf8))
             }
             guard let found else {
                 throw ProtocolError(.invalidRequest, "the multipart body has no \"instant.json\" part")
