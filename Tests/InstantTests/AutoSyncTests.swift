@@ -37,6 +37,28 @@ import Testing
         }
     }
 
+    /// `stopSyncing(false)` while the timer is set, then an edit straight away: the stop
+    /// cancels the timer, and the edit, made after it, sets a new one that sends both. (The
+    /// edit must not count on the timer the stop is about to cancel.)
+    @Test func anEditRightAfterAStopSetsTheTimerAgain() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let a = try await h.downloaded(client, "doc")
+            a.delayForSyncingLocalChanges = 0.3
+            for round in 0..<3 {
+                _ = try a.editableDocument.add(note("before", id: "before\(round)"))
+                try await Task.sleep(for: .milliseconds(50))  // its timer set
+                a.stopSyncing(false)
+                _ = try a.editableDocument.add(note("after", id: "after\(round)"))
+                try await log.wait("the edits after the stop sent", seconds: 30) { finished($0) == round + 1 }
+                #expect(try await h.serverAnnotations("doc").count == 2 * (round + 1))
+                #expect(a.documentState == .clean)
+            }
+        }
+    }
+
     /// A sync failing while the timer is set schedules a retry, which outruns the timer:
     /// the timer must still let go when it fires, or no later edit would set one again
     /// (a bug older than the flag: the engine kept the fired timer's handle).

@@ -55,6 +55,8 @@ extension InstantDocumentDescriptor {
                 .didFailReauthentication(self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
             return
         }
+        // A stop asked for after this call withdraws the sync it ends with.
+        let stops = stopRequests.withLock { $0.count }
         Task {
             defer { self.mutable.withLock { $0.reauthenticating = false } }
             do throws(InstantError) {
@@ -65,7 +67,7 @@ extension InstantDocumentDescriptor {
                 await engine.authenticated()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
-                if self.isDownloaded { _ = try? await engine.sync() }
+                if self.isDownloaded { _ = await engine.syncResult(afterStops: stops) }
             } catch {
                 client.emit(.didFailReauthentication(self, error))
             }

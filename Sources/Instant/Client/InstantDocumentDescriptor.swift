@@ -226,8 +226,12 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         // running cycle reads the pending changes again after each round anyway), or its
         // timer is set already (its cycle will read this change, made before it starts).
         // And one hop at a time: changes made meanwhile are covered by it.
+        // A stop asked for and not followed yet would cancel that timer: then the engine
+        // hears of this change after it (below).
         let engine = engine
-        guard !engine.autoSyncArmed.load(ordering: .sequentiallyConsistent),
+        let stopsPending =
+            stopRequests.withLock { $0.count } != engine.stopsFollowedCount.load(ordering: .sequentiallyConsistent)
+        guard stopsPending || !engine.autoSyncArmed.load(ordering: .sequentiallyConsistent),
             mutable.withLock({ state in
                 guard state.delay != InstantSyncingLocalChangesDisabled, !state.engineNotified else { return false }
                 state.engineNotified = true
@@ -236,7 +240,9 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         else { return }
         Task {
             mutable.withLock { $0.engineNotified = false }
-            await engine.localChangesMade()
+            // The stops asked for by now act first: every change made before this reads is
+            // covered by what follows them.
+            await engine.localChangesMade(afterStops: stopRequests.withLock { $0.count })
         }
     }
 

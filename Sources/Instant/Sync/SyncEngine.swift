@@ -19,8 +19,11 @@ actor SyncEngine {
     /// joined to it (it ends with the cancellation), but starts a new cycle once it ends.
     private var cycleCancelled = false
     /// How many of the descriptor's stop requests (``InstantDocumentDescriptor/stopRequests``)
-    /// have been followed.
-    private var stopsFollowed = 0
+    /// have been followed; also readable outside the actor (``stopsFollowedCount``).
+    private var stopsFollowed = 0 {
+        didSet { stopsFollowedCount.store(stopsFollowed, ordering: .sequentiallyConsistent) }
+    }
+    nonisolated let stopsFollowedCount = Atomic<Int>(0)
     /// Another round was asked for while one ran.
     private var again = false
     private var autoSync: Task<Void, Never>? {
@@ -63,24 +66,25 @@ actor SyncEngine {
 
     // MARK: Starting
 
-    /// Starts a cycle, or asks the running one for another round; returns when a cycle
-    /// that covers the request has ended.
+    /// ``syncResult(afterStops:)`` after every stop asked for by now: a sync the engine
+    /// starts for the app (a server change heard while listening).
     func sync() async throws(InstantError) {
         try await syncResult(afterStops: descriptor?.stopRequests.withLock { $0.count } ?? 0).get()
     }
 
-    /// Starts a cycle (or joins the running one), once the descriptor's stop requests
-    /// through number `stops` (those asked for before this sync) have been followed.
+    /// Starts a cycle (or joins the running one, asking it for another round), once the
+    /// descriptor's stop requests through number `stops` (those asked for before this sync)
+    /// have been followed; returns when a cycle that covers the request has ended.
     func syncResult(afterStops stops: Int) async -> Result<Void, InstantError> {
         followStopRequests(through: stops)
-        retry?.cancel()
-        retry = nil
         return await startCycle(askedAfterStop: stops)
     }
 
-    /// A local change was made: sync after the descriptor's delay, unless syncing local
-    /// changes is disabled or the JWT was refused.
-    func localChangesMade() {
+    /// A local change was made, after the descriptor's stop request number `stops` (followed
+    /// first): sync after the descriptor's delay, unless syncing local changes is disabled
+    /// or the JWT was refused.
+    func localChangesMade(afterStops stops: Int) {
+        followStopRequests(through: stops)
         if cycle != nil && !cycleCancelled {
             again = true
             cycleStops = stops
@@ -173,6 +177,12 @@ actor SyncEngine {
         // withdraws it, as it would have cancelled it running.
         let withdrawn = asked.map { lastCancellingStop > $0 } ?? (stops != stopsBefore)
         if withdrawn { return .failure(InstantError(.requestFailed, "the sync was cancelled (stopSyncing)")) }
+        // A sync the app asked for replaces a retry waiting (only once it is not withdrawn:
+        // nothing else would send the changes then).
+        if asked != nil {
+            retry?.cancel()
+            retry = nil
+        }
         if let cycle {
             again = true
             cycleStops = stops
