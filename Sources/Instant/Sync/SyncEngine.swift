@@ -20,9 +20,9 @@ actor SyncEngine {
     private var cycleCancelled = false
     /// How many of the descriptor's stop requests (``InstantDocumentDescriptor/stopRequests``)
     /// have been followed; also readable outside the actor (``stopsFollowedCount``).
-    private var stopsFollowed = 0 {
-        didSet { stopsFollowedCount.store(stopsFollowed, ordering: .sequentiallyConsistent) }
-    }
+    private var stopsFollowed = 0
+    /// ``stopsFollowed``, published once the stops it counts have acted (their timer
+    /// cancelled): a local change that reads it there may count on a timer still set.
     nonisolated let stopsFollowedCount = Atomic<Int>(0)
     /// Another round was asked for while one ran.
     private var again = false
@@ -73,18 +73,18 @@ actor SyncEngine {
     }
 
     /// Starts a cycle (or joins the running one, asking it for another round), once the
-    /// descriptor's stop requests through number `stops` (those asked for before this sync)
+    /// descriptor's stop requests through number `requested` (those asked for before this sync)
     /// have been followed; returns when a cycle that covers the request has ended.
-    func syncResult(afterStops stops: Int) async -> Result<Void, InstantError> {
-        followStopRequests(through: stops)
-        return await startCycle(askedAfterStop: stops)
+    func syncResult(afterStops requested: Int) async -> Result<Void, InstantError> {
+        followStopRequests(through: requested)
+        return await startCycle(askedAfterStop: requested)
     }
 
-    /// A local change was made, after the descriptor's stop request number `stops` (followed
-    /// first): sync after the descriptor's delay, unless syncing local changes is disabled
+    /// A local change was made, after the descriptor's stop request number `requested`
+    /// (followed first): sync after the descriptor's delay, unless syncing local changes is disabled
     /// or the JWT was refused.
-    func localChangesMade(afterStops stops: Int) {
-        followStopRequests(through: stops)
+    func localChangesMade(afterStops requested: Int) {
+        followStopRequests(through: requested)
         if cycle != nil && !cycleCancelled {
             again = true
             cycleStops = stops
@@ -145,6 +145,7 @@ actor SyncEngine {
         stopsFollowed = number
         if let cancelling { lastCancellingStop = max(lastCancellingStop, cancelling) }
         stopSyncing(cancelCurrentRequest: cancelling != nil)
+        stopsFollowedCount.store(stopsFollowed, ordering: .sequentiallyConsistent)
     }
 
     /// Everything stops (local storage removed, client gone): stop request `stop`, which
@@ -153,6 +154,7 @@ actor SyncEngine {
         stopsFollowed = max(stopsFollowed, stop)
         lastCancellingStop = max(lastCancellingStop, stop)
         stopSyncing(cancelCurrentRequest: true)
+        stopsFollowedCount.store(stopsFollowed, ordering: .sequentiallyConsistent)
         listening?.cancel()
         listening = nil
     }
