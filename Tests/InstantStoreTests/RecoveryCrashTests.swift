@@ -89,16 +89,8 @@ import Testing
         "directory.fsync@quarantine", "quarantine.afterLink", "verify.beforeBlobQuarantineCommit", "gc.afterUnlink",
     ])
     func blobQuarantineKilled(failpoint: String) async throws {
-        let scratch = try Scratch()
-        let pdf = try scratch.store.ingestPDF(
-            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 72)))
-        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L").close()
-        scratch.store.close()
+        let (scratch, pdf) = try storeWithTruncatedPDF()
         let path = scratch.store.layout.blobPath(pdf.sha256)
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try handle.truncate(atOffset: try handle.seekToEnd() - 1)
-        try handle.close()
-
         let result = try await runWorker(["repair", scratch.root.path], failpoint: failpoint)
         #expect(result.signalled, "the repair should die at \(failpoint): \(result.output)")
         let store = try InstantStore(root: scratch.root)
@@ -108,6 +100,31 @@ import Testing
         #expect(try store.verify(VerifyOptions(deep: true)).isClean)
         #expect(!FileSystem.exists(path))
         #expect(scratch.files(in: "quarantine").contains { $0.contains(pdf.sha256.hex) }, "the bad copy is kept")
+    }
+
+    /// On a file system without hard links, the damaged PDF is copied into quarantine/
+    /// (before the write lock), and its name in blobs/ goes with its row.
+    @Test func blobQuarantineWithoutHardLinks() async throws {
+        let (scratch, pdf) = try storeWithTruncatedPDF()
+        let result = try await runWorker(["repair", scratch.root.path], failpoint: "file.link=eperm")
+        #expect(!result.signalled && result.output.contains("clean"), "\(result.output)")
+        #expect(!FileSystem.exists(scratch.store.layout.blobPath(pdf.sha256)))
+        #expect(scratch.files(in: "quarantine").filter { $0.contains(pdf.sha256.hex) }.count == 1)
+        #expect(try InstantStore(root: scratch.root).verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A store whose one PDF (document "d", with a layer) is cut short by a byte.
+    private func storeWithTruncatedPDF() throws -> (Scratch, StoredPDF) {
+        let scratch = try Scratch()
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 72)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L").close()
+        scratch.store.close()
+        let path = scratch.store.layout.blobPath(pdf.sha256)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.truncate(atOffset: try handle.seekToEnd() - 1)
+        try handle.close()
+        return (scratch, pdf)
     }
 
     /// An orphan holding a pending change (its row lost) and a clean orphan (a create
