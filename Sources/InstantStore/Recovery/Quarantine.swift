@@ -13,7 +13,11 @@ extension StoreLayout {
     ///
     /// `keepingOriginal`: the originals stay (a PDF's copy, about to be replaced by a
     /// rename over it, so that its path never goes missing); only the links are made.
-    func quarantine(_ relativePath: String, keepingOriginal: Bool = false) throws(StoreError) -> String? {
+    /// `copying: false`: where links are refused, the link's error is thrown rather than
+    /// a copy made (a caller under the write lock copies outside it instead).
+    func quarantine(_ relativePath: String, keepingOriginal: Bool = false, copying: Bool = true) throws(StoreError)
+        -> String?
+    {
         let source = absolute(relativePath)
         let suffixes = ["", "-wal", "-shm"].filter { FileSystem.exists(source + $0) }
         guard !suffixes.isEmpty else { return nil }
@@ -23,7 +27,7 @@ extension StoreLayout {
                 guard try FileSystem.link(source + suffix, target + suffix) else {
                     throw .fromErrno("link", source + suffix + " -> " + target + suffix, EEXIST)
                 }
-            } catch .io(_, _, let code) where FileSystem.refusesLinks(code) {
+            } catch .io(_, _, let code) where copying && FileSystem.refusesLinks(code) {
                 // A file system without hard links (vfat, some network and FUSE mounts): a
                 // synced copy instead. The original stays until the copy is durable.
                 try FileSystem.copy(source + suffix, to: target + suffix)

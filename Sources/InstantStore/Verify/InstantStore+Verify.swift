@@ -114,45 +114,46 @@ extension InstantStore {
     /// done and false returned.
     ///
     /// The file keeps its name in `blobs/` until the row is gone: it is linked into
-    /// `quarantine/` (synced) first, outside the write lock (on a file system without hard
-    /// links, copied: seconds for a large PDF), its row deleted and its path tombstoned in
-    /// one transaction, and unlinked from `blobs/` by the tombstone after the commit. A kill
-    /// or a failure at any step before leaves the row with its file, as invariant 1 needs
-    /// (and perhaps a spare piece of evidence in `quarantine/`).
+    /// `quarantine/` (synced), its row deleted and its path tombstoned, in one transaction,
+    /// and it is unlinked from `blobs/` by the tombstone after the commit. A kill or a
+    /// failure at any step before leaves the row with its file, as invariant 1 needs. On a
+    /// file system without hard links the file is copied instead, before the write lock
+    /// (seconds, for a large PDF); a copy leaves the file's identity as it was, so the
+    /// transaction still tells whether it is the file found bad.
     func quarantineBlob(_ hash: BlobHash, ifStill identity: FileIdentity?) throws(StoreError) -> Bool {
         let relative = StoreLayout.blobRelativePath(hash)
         let path = layout.blobPath(hash)
-        let setAside = identity == nil ? nil : try layout.quarantine(relative, keepingOriginal: true)
-        // The link changed the file's ctime: still the file found bad if it is the same
-        // inode, of the same size (blobs are never written in place; a heal renames over).
-        var expected = identity
-        if let identity, let now = FileSystem.identity(path), now.device == identity.device,
-            now.inode == identity.inode, now.size == identity.size
-        {
-            expected = now
-        }
-        let done: Bool
-        do {
-            done = try catalog.write { [expected] db in
-                guard FileSystem.identity(path) == expected, try BlobRecord.exists(db, key: hash.hex) else {
-                    return false
+        var copied: String?
+        var done = false
+        while true {
+            do {
+                done = try catalog.write { [copied] db in
+                    guard FileSystem.identity(path) == identity, try BlobRecord.exists(db, key: hash.hex) else {
+                        return false
+                    }
+                    if identity != nil {
+                        if copied == nil {
+                            _ = try self.layout.quarantine(relative, keepingOriginal: true, copying: false)
+                        }
+                        try self.catalog.addTombstone(relative, in: db)
+                    }
+                    try db.execute(
+                        sql: "UPDATE document SET blobSha256 = NULL, corrupt = 1 WHERE blobSha256 = ?",
+                        arguments: [hash.hex])
+                    try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [hash.hex])
+                    try Failpoint.check("verify.beforeBlobQuarantineCommit")
+                    return true
                 }
-                if identity != nil { try self.catalog.addTombstone(relative, in: db) }
-                try db.execute(
-                    sql: "UPDATE document SET blobSha256 = NULL, corrupt = 1 WHERE blobSha256 = ?",
-                    arguments: [hash.hex])
-                try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [hash.hex])
-                try Failpoint.check("verify.beforeBlobQuarantineCommit")
-                return true
+                break
+            } catch .io(_, _, let code) where copied == nil && FileSystem.refusesLinks(code) {
+                // No hard links here: a synced copy, outside the lock, then the transaction again.
+                guard let made = try layout.quarantine(relative, keepingOriginal: true) else { return false }
+                copied = made
             }
-        } catch {
-            // Not set aside after all: the file is still where its row says.
-            if let setAside { try? FileSystem.remove(layout.quarantineDirectory + "/" + setAside) }
-            throw error
         }
-        // Replaced meanwhile (healed by an ingest), or gone: what was set aside is not what
-        // the store holds now.
-        if !done, let setAside { try? FileSystem.remove(layout.quarantineDirectory + "/" + setAside) }
+        // Replaced meanwhile (healed by an ingest), or gone: the copy is not of what the
+        // store holds now. (After a failure it stays: the commit may have happened.)
+        if !done, let copied { try? FileSystem.remove(layout.quarantineDirectory + "/" + copied) }
         if done {
             // The row is gone and the copy is in quarantine/: a failure to unlink the old
             // name now (of this file or of any other tombstone) leaves it to the next sweep,
