@@ -190,6 +190,9 @@ actor SyncEngine {
             cycleStops = stops
             return await cycle.value
         }
+        // The stops counted when the cycle is asked for (one that comes before it begins
+        // running still stops its retry).
+        cycleStops = stops
         let task = Task { await self.runCycle() }
         cycle = task
         return await task.value
@@ -209,7 +212,6 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
-        cycleStops = stops
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
