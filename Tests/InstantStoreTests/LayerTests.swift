@@ -135,6 +135,17 @@ import Testing
         #expect(throws: StoreError.invalidAnnotationContent(reason: "not a JSON object")) {
             try layer.create(id: "x", content: Data("[1]".utf8))
         }
+        // Nested deeper than every format can carry it: it could never be synced.
+        func nested(_ depth: Int) -> Data {
+            Data(
+                ("{\"x\":" + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1) + "}")
+                    .utf8)
+        }
+        #expect(throws: StoreError.invalidAnnotationContent(reason: "arrays and objects nest deeper than 507 levels")) {
+            try layer.create(id: "deep", content: nested(AnnotationContent.maximumDepth + 1))
+        }
+        try layer.create(id: "deepest", content: nested(AnnotationContent.maximumDepth))
+        try layer.delete(id: "deepest")
         #expect(throws: StoreError.noSuchAnnotation(id: "missing")) {
             try layer.update(id: "missing", content: note(""))
         }
@@ -144,7 +155,7 @@ import Testing
             try scratch.store.createLayer(
                 tenant: Scratch.tenant, document: String(repeating: "x", count: 1025), layer: "")
         }
-        #expect(try layer.pendingChanges().count == 1)
+        #expect(try layer.pendingChanges().count == 3)
     }
 
     @Test func aCleanLayerThatGetsALocalChangeListsAsDirtyAtOnce() throws {

@@ -125,8 +125,15 @@ struct LayerSummary: Sendable, Equatable {
     var bytes: Int64
 }
 
-/// Annotation content must be a JSON object; anything else is refused before it is stored.
+/// Annotation content must be a JSON object, nested at most ``maximumDepth`` deep;
+/// anything else is refused before it is stored.
 enum AnnotationContent {
+    /// How deep content may nest (the object itself counts as 1): the protocol's rule
+    /// (`InstantJSON.maximumAnnotationDepth`). Every format that carries content wraps it,
+    /// up to five levels, and no reader takes more than 512: content any deeper could be
+    /// stored but never synced, and would hold back every later change of its layer.
+    static let maximumDepth = 507
+
     static func validate(_ content: Data) throws(StoreError) {
         guard !content.isEmpty else { throw .invalidAnnotationContent(reason: "empty") }
         let object: Any
@@ -134,5 +141,23 @@ enum AnnotationContent {
             throw .invalidAnnotationContent(reason: "not valid JSON")
         }
         guard object is [String: Any] else { throw .invalidAnnotationContent(reason: "not a JSON object") }
+        guard nestsAtMost(object, maximumDepth) else {
+            throw .invalidAnnotationContent(reason: "arrays and objects nest deeper than \(maximumDepth) levels")
+        }
+    }
+
+    /// Whether `value`'s arrays and objects nest at most `limit` levels; without recursion.
+    private static func nestsAtMost(_ value: Any, _ limit: Int) -> Bool {
+        var pending: [(value: Any, depth: Int)] = [(value, 1)]
+        while let (value, depth) = pending.popLast() {
+            if let array = value as? [Any] {
+                guard depth <= limit else { return false }
+                for item in array { pending.append((item, depth + 1)) }
+            } else if let object = value as? [String: Any] {
+                guard depth <= limit else { return false }
+                for member in object.values { pending.append((member, depth + 1)) }
+            }
+        }
+        return true
     }
 }
