@@ -90,16 +90,19 @@ import Testing
         _ = try scratch.store.collectGarbage()
         let back = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try back.lostChangeReports().map(\.annotationID) == ["a"], "taken back, not deleted")
+        let backKey = back.key
         back.close()
         let reference = LayerReference(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(throws: StoreError.pendingChanges(layers: 1, changes: 1)) {
             try scratch.store.removeLayer(
                 tenant: Scratch.tenant, document: "d", layer: "",
-                pendingChanges: .discardThrough([reference: change.sequence - 1]))
+                pendingChanges: .discardThrough([
+                    reference: ExportedChanges(key: backKey, sequence: change.sequence - 1)
+                ]))
         }
         let removed = try scratch.store.removeLayer(
             tenant: Scratch.tenant, document: "d", layer: "",
-            pendingChanges: .discardThrough([reference: change.sequence]))
+            pendingChanges: .discardThrough([reference: ExportedChanges(key: backKey, sequence: change.sequence)]))
         #expect(removed.discardedPendingChanges == 1)
         #expect(try scratch.store.localDescriptors().isEmpty)
     }

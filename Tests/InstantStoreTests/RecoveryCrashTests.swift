@@ -277,7 +277,9 @@ import Testing
     /// layer stays marked for a while in every round.
     @Test func aRefusedRemovalNeverStopsAWriter() async throws {
         let scratch = try Scratch()
-        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "a").close()
+        let written = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "a")
+        let writtenKey = written.key
+        written.close()
         for index in 0..<30 {
             try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "c\(index)").close()
         }
@@ -301,7 +303,8 @@ import Testing
                 // "b" holds changes nobody exported, so the removal is refused.
                 let exported = LayerReference(tenant: Scratch.tenant, document: "d", layer: "a")
                 try scratch.store.removeDocument(
-                    tenant: Scratch.tenant, document: "d", pendingChanges: .discardThrough([exported: .max]))
+                    tenant: Scratch.tenant, document: "d",
+                    pendingChanges: .discardThrough([exported: ExportedChanges(key: writtenKey, sequence: .max)]))
             } catch .pendingChanges {
                 refusals += 1
             }

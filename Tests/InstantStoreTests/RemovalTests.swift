@@ -42,6 +42,33 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// A removal allowed through an export's changes covers the file exported only: a
+    /// layer removed and stored again under the same name since numbers its changes
+    /// afresh, none of them exported, and the removal refuses rather than take them.
+    @Test func aRemovalThroughAnExportSparesAFileStoredUnderTheSameNameSince() throws {
+        let scratch = try Scratch()
+        let reference = LayerReference(tenant: Scratch.tenant, document: "d", layer: "L")
+        let exported = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        for index in 0..<5 { try exported.create(id: "old\(index)", content: note("exported")) }
+        let policy = PendingChangesPolicy.discardThrough(
+            [reference: ExportedChanges(key: exported.key, sequence: try exported.pendingChanges().last?.sequence ?? 0)]
+        )
+        exported.close()
+        // Meanwhile the app removes the layer and downloads it again; the user edits it.
+        try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "L", pendingChanges: .discard)
+        let again = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        for index in 0..<3 { try again.create(id: "new\(index)", content: note("never exported")) }
+        #expect(try again.pendingChanges().map(\.sequence).max() ?? 0 < 5, "numbered afresh")
+        again.close()
+
+        #expect(throws: StoreError.pendingChanges(layers: 1, changes: 3)) {
+            try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "L", pendingChanges: policy)
+        }
+        let kept = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        #expect(try kept.pendingChanges().map(\.annotationID) == ["new0", "new1", "new2"])
+        kept.close()
+    }
+
     @Test func removingALayerKeepsTheDocumentAndItsPDF() throws {
         let (scratch, pdf) = try populated()
         let open = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d1", layer: "review")

@@ -26,6 +26,9 @@ public struct PendingChangesExport: Sendable, Equatable {
         public var changeCount: Int
         /// The last change exported: a removal may discard up to it, and no further.
         public var throughSequence: Int64
+        /// The layer file exported (its key): a removal may discard changes of that file
+        /// only, not of one stored under the same name since.
+        public var key: String
     }
 
     public static let format = "instant-linux/pending-changes/v1"
@@ -39,7 +42,10 @@ public struct PendingChangesExport: Sendable, Equatable {
 
     /// The removal policy that discards what was exported and refuses anything newer.
     public var policy: PendingChangesPolicy {
-        .discardThrough(Dictionary(layers.map { ($0.reference, $0.throughSequence) }) { first, _ in first })
+        .discardThrough(
+            Dictionary(layers.map { ($0.reference, ExportedChanges(key: $0.key, sequence: $0.throughSequence)) }) {
+                first, _ in first
+            })
     }
 }
 
@@ -107,7 +113,10 @@ extension InstantStore {
             "lostChanges": .array(lost.map(json)),
         ])
         return (
-            document, .init(reference: reference, changeCount: changes.count + lost.count, throughSequence: last)
+            document,
+            .init(
+                reference: reference, changeCount: changes.count + lost.count, throughSequence: last,
+                key: database.key)
         )
     }
 

@@ -199,7 +199,8 @@ extension InstantStore {
                 do {
                     let layer = try openLayer(key: row.key)
                     defer { layer.close() }
-                    let outcome = try layer.markRemoved(allowingPendingThrough: policy.allowedSequence(reference))
+                    let outcome = try layer.markRemoved(
+                        allowingPendingThrough: policy.allowedSequence(reference, key: row.key))
                     guard outcome.marked else {
                         report.skippedDirtyLayers.append(reference)
                         report.skippedPendingChanges += outcome.pending

@@ -59,17 +59,34 @@ public enum PendingChangesPolicy: Sendable, Equatable {
     case discard
     /// Remove nothing if any layer in scope holds one; throw ``StoreError/pendingChanges(layers:changes:)``.
     case refuse
-    /// Discard each layer's changes up to the sequence given (what was exported); refuse,
-    /// as ``refuse``, if a layer holds a later one (made after the export) or is not listed.
-    case discardThrough([LayerReference: Int64])
+    /// Discard each layer's changes up to the sequence given (what was exported) in the
+    /// file exported; refuse, as ``refuse``, if a layer holds a later one (made after the
+    /// export), is not listed, or is another file by now (removed and downloaded again
+    /// since, its changes numbered afresh: none of them was exported).
+    case discardThrough([LayerReference: ExportedChanges])
 
-    /// The highest pending sequence a layer may hold and still be removed.
-    func allowedSequence(_ layer: LayerReference) -> Int64 {
+    /// The highest pending sequence the layer stored in file `key` may hold and still be
+    /// removed.
+    func allowedSequence(_ layer: LayerReference, key: String) -> Int64 {
         switch self {
         case .discard: .max
         case .refuse: 0
-        case .discardThrough(let exported): exported[layer] ?? 0
+        case .discardThrough(let exported): exported[layer].flatMap { $0.key == key ? $0.sequence : nil } ?? 0
         }
+    }
+}
+
+/// What an export wrote of one layer: its changes through `sequence`, read from the layer
+/// file `key`.
+public struct ExportedChanges: Sendable, Hashable {
+    /// The layer file's key (its name in `layers/`) when it was exported.
+    public var key: String
+    /// The last change written out.
+    public var sequence: Int64
+
+    public init(key: String, sequence: Int64) {
+        self.key = key
+        self.sequence = sequence
     }
 }
 
