@@ -33,12 +33,18 @@ import Testing
         #expect(report.layers.map(\.document) == ["d"])
         #expect(report.filesLeft?.contains("stuck.sqlite") == true, "\(String(describing: report.filesLeft))")
         #expect(try scratch.store.localDescriptors().isEmpty)
+        // Reports merged (as `instantctl rm` and prune merge theirs) keep it.
+        var merged = RemovalReport()
+        merged.merge(report)
+        merged.merge(RemovalReport())
+        #expect(merged.filesLeft == report.filesLeft)
         // Once the path can go, the next removal's sweep takes it.
         try FileManager.default.removeItem(atPath: scratch.store.layout.absolute(stuck))
         try scratch.store.createLayer(tenant: Scratch.tenant, document: "e", layer: "").close()
         let next = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "e", layer: "")
         #expect(next.filesLeft == nil)
         #expect(try scratch.store.catalog.read { db in try TombstoneRecord.fetchCount(db) } == 0)
+
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 

@@ -243,5 +243,11 @@ extension RemovalReport {
         skippedUnreadableLayers += other.skippedUnreadableLayers
         quarantined += other.quarantined
         swept += other.swept
+        filesLeft = [filesLeft, other.filesLeft].compactMap { $0 }.joined(separator: "; ").nilIfEmpty
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -14,7 +14,8 @@ extension RemovalReport {
         for name in quarantined { lines.append("quarantined  \(name) (could not be read; kept in quarantine/)") }
         for layer in skippedUnreadableLayers { lines.append("kept (cannot be opened)  \(layer.display)") }
         if let filesLeft {
-            lines.append("warning: some files are left until the next prune or gc: \(filesLeft)")
+            lines.append(
+                "warning: some files are left until the next prune or instantctl verify --repair: \(filesLeft)")
         }
         return lines
     }
