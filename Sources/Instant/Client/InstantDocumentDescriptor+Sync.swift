@@ -8,7 +8,7 @@ extension InstantDocumentDescriptor {
     public func sync() -> InstantOperation {
         let engine = engine
         // Stops asked for before this call act before it, even when their tasks run later.
-        let stops = stopRequests.withLock { $0.count }
+        let stops = stopsAsked
         return InstantOperation(
             task: Task {
                 await engine.syncResult(afterStops: stops)
@@ -56,7 +56,7 @@ extension InstantDocumentDescriptor {
             return
         }
         // A stop asked for after this call withdraws the sync it ends with.
-        let stops = stopRequests.withLock { $0.count }
+        let stops = stopsAsked
         Task {
             defer { self.mutable.withLock { $0.reauthenticating = false } }
             do throws(InstantError) {

@@ -57,6 +57,10 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// a `sync()` asked for after a stop runs after it, whichever task runs first.
     let stopRequests = Mutex(StopRequests())
 
+    /// How many stops the app has asked for so far (the number a sync or an edit asked
+    /// for now comes after).
+    var stopsAsked: Int { stopRequests.withLock { $0.count } }
+
     struct StopRequests {
         var count = 0
         /// The numbers of the stops that cancel the request in flight, not followed yet.
@@ -230,7 +234,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         // hears of this change after it (below).
         let engine = engine
         let stopsPending =
-            stopRequests.withLock { $0.count } != engine.stopsFollowedCount.load(ordering: .sequentiallyConsistent)
+            stopsAsked != engine.stopsFollowedCount.load(ordering: .sequentiallyConsistent)
         guard stopsPending || !engine.autoSyncArmed.load(ordering: .sequentiallyConsistent),
             mutable.withLock({ state in
                 guard state.delay != InstantSyncingLocalChangesDisabled, !state.engineNotified else { return false }
@@ -242,7 +246,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
             mutable.withLock { $0.engineNotified = false }
             // The stops asked for by now act first: every change made before this reads is
             // covered by what follows them.
-            await engine.localChangesMade(afterStops: stopRequests.withLock { $0.count })
+            await engine.localChangesMade(afterStops: stopsAsked)
         }
     }
 

@@ -69,7 +69,7 @@ actor SyncEngine {
     /// ``syncResult(afterStops:)`` after every stop asked for by now: a sync the engine
     /// starts for the app (a server change heard while listening).
     func sync() async throws(InstantError) {
-        try await syncResult(afterStops: descriptor?.stopRequests.withLock { $0.count } ?? 0).get()
+        try await syncResult(afterStops: descriptor?.stopsAsked ?? 0).get()
     }
 
     /// Starts a cycle (or joins the running one, asking it for another round), once the
