@@ -243,11 +243,7 @@ extension RemovalReport {
         skippedUnreadableLayers += other.skippedUnreadableLayers
         quarantined += other.quarantined
         swept += other.swept
-        filesLeft = [filesLeft, other.filesLeft].compactMap { $0 }.joined(separator: "; ").nilIfEmpty
+        let left = [filesLeft, other.filesLeft].compactMap { $0 }.joined(separator: "; ")
+        filesLeft = left.isEmpty ? nil : left
     }
-}
-
-extension String {
-    /// nil for the empty string.
-    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }
