@@ -193,6 +193,7 @@ let package = Package(
             dependencies: [
                 "Instant", "InstantProtocol", "InstantStore", "InstantServer", "ServerTestSupport", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

@@ -1,5 +1,7 @@
 import Foundation
+import GRDB
 import InstantStore
+import ServerTestSupport
 import Testing
 
 @testable import Instant
@@ -59,6 +61,39 @@ import Testing
         try client.removeLocalStorage(forDocumentIdentifier: "d")
         try client.removeLocalStorage()
         #expect(descriptor.removalsInFlight.load(ordering: .sequentiallyConsistent) == 0)
+    }
+
+    /// A descriptor made while the app's removal of its document runs (here waiting for the
+    /// catalog's write lock, which another connection holds) is counted by that removal,
+    /// as those that existed when it began: its download, started meanwhile, commits
+    /// nothing, whichever of the two gets the lock first, and nothing of the document is
+    /// left once both are done.
+    @Test func aDescriptorMadeDuringARemovalOfItsDocumentDownloadsNothingBack() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", incompressiblePDF(50_000))
+            let client = try h.client()
+            let first = try await h.downloaded(client, "doc")
+            let lock = try CatalogLock(path: h.root.path + "/catalog.sqlite")
+            let removal = Task { try await blocking { try client.removeLocalStorage(forDocumentIdentifier: "doc") } }
+            for _ in 0..<500 where first.removalsInFlight.load(ordering: .sequentiallyConsistent) == 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(first.removalsInFlight.load(ordering: .sequentiallyConsistent) == 1, "the removal is running")
+
+            let token = try await h.jwt("doc", layer: "review")
+            let second = try client.documentDescriptor(forJWT: token)
+            #expect(second.removalsAtDownloadStart() == -1, "made during the removal, counted by it")
+            let download = try second.download(usingJWT: token)
+            try await Task.sleep(for: .milliseconds(100))
+            lock.release()
+            try await removal.value
+            #expect(await failure(of: download) != nil, "the download was withdrawn")
+            #expect(second.removalsInFlight.load(ordering: .sequentiallyConsistent) == 0, "the removal ended")
+            let store = try InstantStore(root: h.root)
+            defer { store.close() }
+            #expect(try store.cacheEntries().isEmpty, "the removed document came back")
+            #expect(try store.verify(VerifyOptions(deep: true)).isClean)
+        }
     }
 
     /// Document ids are compared by their bytes, as the store and server do: two
@@ -192,5 +227,52 @@ import Testing
         let url = sources.appendingPathComponent("source-\(seed).pdf")
         try Data("%PDF-1.7\n\(String(repeating: "object \(seed)\n", count: 200))".utf8).write(to: url)
         return url
+    }
+}
+
+/// Holds a SQLite database's write lock (a `BEGIN IMMEDIATE` on a thread of its own, as
+/// another process would) until released.
+final class CatalogLock: Sendable {
+    private let released = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(path: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        let taken = DispatchSemaphore(value: 0)
+        let failure = FailureBox()
+        let (released, ended) = (released, ended)
+        Thread.detachNewThread {
+            do {
+                try queue.inTransaction(.immediate) { _ in
+                    taken.signal()
+                    released.wait()
+                    return .rollback
+                }
+            } catch {
+                failure.error = error
+                taken.signal()
+            }
+            ended.signal()
+        }
+        taken.wait()
+        if let error = failure.error { throw error }
+    }
+
+    func release() {
+        released.signal()
+        ended.wait()
+    }
+
+    private final class FailureBox: @unchecked Sendable {
+        // @unchecked: written on the locking thread before `taken` is signalled, read after.
+        var error: (any Error)?
+    }
+}
+
+/// Runs a blocking call on a thread of its own (not one of Swift's cooperative threads,
+/// which are as few as the cores) and awaits it.
+func blocking(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }

@@ -17,7 +17,7 @@ public final class InstantClient: Sendable {
     let store: InstantStore
     let api: ServerAPI
     private let hub = EventHub()
-    private let descriptors = Mutex<[Key: InstantDocumentDescriptor]>([:])
+    private let registry = Mutex(Registry())
     private let policy = Mutex(RetryPolicy())
 
     /// Told about downloads, authentication and sync cycles (held weakly, called off the
@@ -45,7 +45,7 @@ public final class InstantClient: Sendable {
 
     deinit {
         hub.finish()
-        for descriptor in descriptors.withLock({ Array($0.values) }) { descriptor.invalidate() }
+        for descriptor in registry.withLock({ Array($0.descriptors.values) }) { descriptor.invalidate() }
     }
 
     /// A document and layer by their bytes, as the store and server compare them: two
@@ -58,6 +58,19 @@ public final class InstantClient: Sendable {
             self.document = ExactString(document)
             self.layer = ExactString(layer)
         }
+    }
+
+    /// The descriptors handed out, and the removals of this client's storage running now.
+    private struct Registry {
+        var descriptors: [Key: InstantDocumentDescriptor] = [:]
+        var removals: [Int: Removal] = [:]
+        var nextRemoval = 0
+    }
+
+    /// A removal running: which descriptors it covers, and those it counted.
+    private struct Removal {
+        let matching: @Sendable (Key) -> Bool
+        var counted: [InstantDocumentDescriptor]
     }
 
     /// Opens (or creates) the store at `storeRoot` (default: ``defaultStoreRoot``) for the
@@ -141,8 +154,8 @@ public final class InstantClient: Sendable {
     /// Removes a document with every layer (unsynced changes included) and its PDF;
     /// its live descriptors become `invalid`.
     public func removeLocalStorage(forDocumentIdentifier identifier: String) throws(InstantError) {
-        let counted = countRemoval { $0.document == ExactString(identifier) }
-        defer { for descriptor in counted { descriptor.endRemoval() } }
+        let removal = startRemoval { $0.document == ExactString(identifier) }
+        defer { endRemoval(removal) }
         do {
             try store.removeDocument(tenant: tenant, document: identifier)
         } catch .noSuchDocument {
@@ -156,8 +169,8 @@ public final class InstantClient: Sendable {
     /// Removes everything of this server from the store (other servers' data stays); every
     /// live descriptor becomes `invalid`.
     public func removeLocalStorage() throws(InstantError) {
-        let counted = countRemoval { _ in true }
-        defer { for descriptor in counted { descriptor.endRemoval() } }
+        let removal = startRemoval { _ in true }
+        defer { endRemoval(removal) }
         do {
             try store.removeTenant(tenant)
         } catch .nothingStored {
@@ -170,32 +183,51 @@ public final class InstantClient: Sendable {
 
     // MARK: Internals
 
-    /// The one descriptor of a document and layer, made on first use.
+    /// The one descriptor of a document and layer, made on first use. One made while a
+    /// removal of its storage runs is counted by it, as those that existed when it began.
     private func descriptor(_ document: String, _ layer: String, userID: String?) -> InstantDocumentDescriptor {
-        descriptors.withLock { cache in
-            if let existing = cache[Key(document: document, layer: layer)] { return existing }
+        registry.withLock { registry in
+            let key = Key(document: document, layer: layer)
+            if let existing = registry.descriptors[key] { return existing }
             let made = InstantDocumentDescriptor(
                 client: self, identifier: document, layerName: layer, jwt: nil, userID: userID)
-            cache[Key(document: document, layer: layer)] = made
+            registry.descriptors[key] = made
+            for (id, removal) in registry.removals where removal.matching(key) {
+                made.countRemoval()
+                registry.removals[id]?.counted.append(made)
+            }
             return made
         }
     }
 
-    /// Counted before the store's removal: a download of a matching descriptor asks, inside
-    /// its commit's transaction, whether a removal came since it started, and then commits
-    /// nothing (past its last cancellation check, it cannot be cancelled any more).
-    private func countRemoval(_ matching: (Key) -> Bool) -> [InstantDocumentDescriptor] {
-        let live = descriptors.withLock { cache in cache.filter { matching($0.key) }.map(\.value) }
-        for descriptor in live { descriptor.countRemoval() }
-        return live
+    /// Counted before the store's removal, until it ends: a download of a matching
+    /// descriptor, or of one made meanwhile, asks inside its commit's transaction whether
+    /// a removal came since it started, and then commits nothing (past its last
+    /// cancellation check, it cannot be cancelled any more).
+    private func startRemoval(_ matching: @escaping @Sendable (Key) -> Bool) -> Int {
+        registry.withLock { registry in
+            let live = registry.descriptors.filter { matching($0.key) }.map(\.value)
+            for descriptor in live { descriptor.countRemoval() }
+            let id = registry.nextRemoval
+            registry.nextRemoval += 1
+            registry.removals[id] = Removal(matching: matching, counted: live)
+            return id
+        }
+    }
+
+    /// The removal `id` ended (done, or failed): its descriptors' downloads starting from
+    /// now are not withdrawn by it.
+    private func endRemoval(_ id: Int) {
+        let counted = registry.withLock { $0.removals.removeValue(forKey: id)?.counted ?? [] }
+        for descriptor in counted { descriptor.endRemoval() }
     }
 
     /// Marks the matching descriptors invalid and forgets them: the next request for that
     /// document and layer gets a new descriptor.
     private func invalidate(_ matching: (Key) -> Bool) {
-        let gone = descriptors.withLock { cache -> [InstantDocumentDescriptor] in
-            let keys = cache.keys.filter(matching)
-            return keys.compactMap { cache.removeValue(forKey: $0) }
+        let gone = registry.withLock { registry -> [InstantDocumentDescriptor] in
+            let keys = registry.descriptors.keys.filter(matching)
+            return keys.compactMap { registry.descriptors.removeValue(forKey: $0) }
         }
         for descriptor in gone { descriptor.invalidate() }
     }
