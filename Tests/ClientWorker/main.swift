@@ -7,6 +7,8 @@
 //   instant-client-worker add ROOT SERVER PREFIX COUNT       (offline: PREFIX-0 …, then an update of PREFIX-0)
 //   instant-client-worker sync ROOT SERVER                   (one cycle; prints lost=N)
 //   instant-client-worker sync-loop ROOT SERVER PREFIX COUNT (add one, sync, COUNT times)
+//   instant-client-worker sync-unread ROOT SERVER            (one cycle beside an events()
+//       stream nobody reads; prints lost=N and synced, then waits to be killed)
 //   instant-client-worker download-removing-document ROOT SERVER HOLD [behind]
 //       (with INSTANT_FAILPOINT=…=wait:HOLD: removes the document when the download
 //       reaches the failpoint, then lets it go on; with "behind", starts the removal and
@@ -132,6 +134,18 @@ do {
             } else {
                 print("synced \(id)")
             }
+        }
+    case "sync-unread":
+        // The lost changes' reports stay in the layer until every stream has taken them:
+        // this one never does, so a kill now leaves them to the next sync.
+        let unread = client.events()
+        cycles += 1
+        if let failed = await failure({ try await descriptor.sync().result() }) { throw failed }
+        await lost.waitForCycles(cycles)
+        FileHandle.standardOutput.write(Data("lost=\(await lost.count)\nsynced\n".utf8))
+        while true {
+            try await Task.sleep(for: .seconds(60))
+            withExtendedLifetime(unread) {}
         }
     case "download-removing-document":
         let hold = argument(0)

@@ -23,7 +23,7 @@ import Testing
         #expect(try layer.lostChangeReports().map(\.content) == [note("mine"), note("mine again")])
         #expect(try layer.annotation(id: "a")?.content == note("theirs"))
 
-        try layer.forgetLostChangeReports(through: reports[0].sequence)
+        try layer.forgetLostChangeReports([reports[0].sequence])
         #expect(try layer.lostChangeReports() == [reports[1]])
         // A snapshot's transaction keeps them too.
         try layer.delete(id: "a")
@@ -32,7 +32,11 @@ import Testing
         try layer.applySnapshot([], revision: 3, acknowledgedThrough: deletion.sequence, losing: [refused])
         #expect(try layer.lostChangeReports() == [reports[1], refused])
         #expect(try layer.lostChangeReports().last?.content == nil)
-        try layer.forgetLostChangeReports(through: deletion.sequence)
+        #expect(try layer.liveLocalChangeCount() == 2)
+        #expect(try layer.liveLocalChangeCount(excludingLost: [deletion.sequence]) == 1, "told, not taken")
+        try layer.forgetLostChangeReports([deletion.sequence])
+        #expect(try layer.lostChangeReports() == [reports[1]], "only those named")
+        try layer.forgetLostChangeReports([reports[1].sequence])
         #expect(try layer.lostChangeReports().isEmpty)
     }
 

@@ -98,6 +98,35 @@ import Testing
         }
     }
 
+    /// A lost change told while an `events()` stream of the app has not taken it yet stays
+    /// in the layer: a process killed then (the stream's buffer dies with it) leaves it to
+    /// the next sync, which tells it again, once, rather than never.
+    @Test func aLostChangeAStreamHadNotTakenWhenItsProcessDiedIsToldAgain() async throws {
+        try await TestServer.with { server in
+            let fixture = try await WorkerFixture(server: server)
+            defer { fixture.removeRoot() }
+            try await fixture.expectOK("download")
+            try await fixture.expectOK("add", "mine", "1")
+            let theirs = try await server.sync(
+                "doc", token: fixture.jwt,
+                SyncRequest(
+                    clientId: "another-client-0001", epoch: nil, baseRevision: 0,
+                    changes: [ClientChange(changeId: 1, kind: .create, id: "mine-0", content: note("theirs", id: nil))])
+            )
+            #expect(theirs.results.first?.accepted == true)
+            let child = try fixture.start("sync-unread")
+            _ = try await child.waitForOutput(containing: "synced")
+            #expect(child.standardOutput.contains("lost=2"), "told to the stream that reads: \(child.standardError)")
+            child.signal(SIGKILL)
+            _ = try await child.exit(within: .seconds(30))
+
+            let again = try await fixture.run("sync")
+            #expect(again.output.contains("lost=2"), "told again: \(again.output) \(again.error)")
+            let third = try await fixture.run("sync")
+            #expect(third.output.contains("lost=0"), "then forgotten: \(third.error)")
+        }
+    }
+
     /// What a download killed at a step leaves: nothing the catalog names (the PDF and its
     /// layer are committed together or not at all), downloading again completes it, and
     /// the store verifies clean once repair has swept what the dead process left (orphans,

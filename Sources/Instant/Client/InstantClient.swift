@@ -34,14 +34,23 @@ public final class InstantClient: Sendable {
     }
 
     /// Every event of this client's descriptors, from now on, as values: one stream per
-    /// call, each seeing every event in order. It ends when the client is released.
+    /// call, each seeing every event in order. It ends when the client is released (after
+    /// the events it holds), or when its consumer's task is cancelled.
+    ///
+    /// A lost change (``InstantEvent/didLoseChange(_:_:)``), whose content exists nowhere
+    /// else, stays in the store until every open stream's loop is done with it (asks for
+    /// the next event): a process killed before that, or a stream dropped, left (`break`,
+    /// a throw) or cancelled first, tells it again at a later sync. A stream kept open but
+    /// no longer read holds it (in the store) until the stream goes.
     ///
     /// ```swift
     /// for await event in client.events() { print(event) }
     /// ```
     public func events() -> AsyncStream<InstantEvent> { hub.stream() }
 
-    func emit(_ event: InstantEvent) { hub.emit(event, from: self) }
+    /// Tells the delegate, notifications and streams of `event`; `receipt` learns when each
+    /// stream hands it over.
+    func emit(_ event: InstantEvent, receipt: DeliveryReceipt? = nil) { hub.emit(event, from: self, receipt: receipt) }
 
     deinit {
         hub.finish()

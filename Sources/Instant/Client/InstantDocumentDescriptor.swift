@@ -56,6 +56,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// of the last one that cancels the request in flight (``SyncEngine/followStopRequests(through:)``):
     /// a `sync()` asked for after a stop runs after it, whichever task runs first.
     let stopRequests = Mutex(StopRequests())
+    /// Lost changes told whose reports wait for the app's event streams to take them.
+    let toldLostChanges = ToldLostChanges()
 
     /// How many stops the app has asked for so far (the number a sync or an edit asked
     /// for now comes after).
@@ -133,7 +135,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
             // another download's) is let go.
             if let layer {
                 do {
-                    return try layer.liveLocalChangeCount() == 0 ? .clean : .dirty
+                    let told = toldLostChanges.sequences(layerKey: layer.key)
+                    return try layer.liveLocalChangeCount(excludingLost: told) == 0 ? .clean : .dirty
                 } catch {
                     storeFailed(error)
                 }

@@ -7,7 +7,12 @@ import Synchronization
 final class EventHub: Sendable {
     private struct State {
         weak var delegate: (any InstantClientDelegate)?
-        var streams: [UUID: AsyncStream<InstantEvent>.Continuation] = [:]
+        /// Held weakly: a stream the app dropped lets its buffer go, and what it held
+        /// counts as undelivered (``EventBuffer``).
+        var streams: [ObjectIdentifier: Stream] = [:]
+    }
+    private struct Stream {
+        weak var buffer: EventBuffer?
     }
     private let state = Mutex(State())
 
@@ -17,30 +22,36 @@ final class EventHub: Sendable {
     }
 
     func stream() -> AsyncStream<InstantEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: InstantEvent.self, bufferingPolicy: .unbounded)
-        let id = UUID()
-        state.withLock { $0.streams[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
-        }
-        return stream
+        let buffer = EventBuffer()
+        state.withLock { $0.streams[ObjectIdentifier(buffer)] = Stream(buffer: buffer) }
+        return AsyncStream(unfolding: { await buffer.next() })
     }
 
-    func emit(_ event: InstantEvent, from client: InstantClient) {
-        let (delegate, streams) = state.withLock { ($0.delegate, Array($0.streams.values)) }
+    /// Tells everyone of `event`; `receipt` learns when each stream hands it over.
+    func emit(_ event: InstantEvent, from client: InstantClient, receipt: DeliveryReceipt? = nil) {
+        let (delegate, buffers) = state.withLock { state in
+            var buffers: [EventBuffer] = []
+            buffers.reserveCapacity(state.streams.count)
+            for stream in state.streams.values { if let buffer = stream.buffer { buffers.append(buffer) } }
+            if buffers.count < state.streams.count { state.streams = state.streams.filter { $0.value.buffer != nil } }
+            return (state.delegate, buffers)
+        }
         if let delegate { Self.call(delegate, client, event) }
         let (name, userInfo) = Self.notification(event)
         NotificationCenter.default.post(name: name, object: event.descriptor, userInfo: userInfo)
-        for stream in streams { stream.yield(event) }
+        for buffer in buffers where !buffer.push(event, receipt: receipt) {
+            // Ended (its consumer cancelled): not asked again.
+            _ = state.withLock { $0.streams.removeValue(forKey: ObjectIdentifier(buffer)) }
+        }
     }
 
-    /// Ends every stream (the client is going away).
+    /// Ends every stream (the client is going away); what they hold can still be taken.
     func finish() {
-        let streams = state.withLock { state in
+        let buffers = state.withLock { state in
             defer { state.streams.removeAll() }
-            return Array(state.streams.values)
+            return state.streams.values.compactMap(\.buffer)
         }
-        for stream in streams { stream.finish() }
+        for buffer in buffers { buffer.finish() }
     }
 
     private static func call(_ delegate: any InstantClientDelegate, _ client: InstantClient, _ event: InstantEvent) {

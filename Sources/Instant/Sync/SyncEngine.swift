@@ -255,8 +255,7 @@ actor SyncEngine {
                 defer { lock.release() }
                 // Lost changes a process killed before telling left behind: told before the
                 // round, which may fail (offline), and this round's after it.
-                let tell = { @Sendable (lost: InstantLostChange) in client.emit(.didLoseChange(descriptor, lost)) }
-                try await SyncRound.reportLostChanges(in: layer, tell)
+                try await SyncRound.reportLostChanges(in: layer, of: descriptor, client: client)
                 let outcome = try await round.run(
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
@@ -266,7 +265,7 @@ actor SyncEngine {
                 // One more round after a reset: from the snapshot's cursor, which a server
                 // that answers it normally confirms (ending the streak).
                 if outcome.resetRequired { again = true }
-                try await SyncRound.reportLostChanges(in: layer, tell)
+                try await SyncRound.reportLostChanges(in: layer, of: descriptor, client: client)
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
             } while again
             retryAttempt = 0
@@ -315,7 +314,7 @@ actor SyncEngine {
                 let lock = try client.store.trySyncLock(layer)
             else { return }
             defer { lock.release() }
-            try await SyncRound.reportLostChanges(in: layer) { client.emit(.didLoseChange(descriptor, $0)) }
+            try await SyncRound.reportLostChanges(in: layer, of: descriptor, client: client)
         } catch {
             // Kept in the layer: told by the next sync that gets this far.
         }

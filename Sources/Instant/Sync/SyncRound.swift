@@ -226,26 +226,6 @@ struct SyncRound {
         return try await Offload.run { try body(layer) }
     }
 
-    /// The lost changes `layer` keeps (``LostChangeReport``): a round's, and any that a
-    /// process killed before it told the app left behind, each with what won (the server's
-    /// version when it was dropped). `tell` gets them in order; they are forgotten after,
-    /// so a process killed in between tells them again rather than never. No server is
-    /// needed.
-    static func reportLostChanges(in layer: LayerDatabase, _ tell: (InstantLostChange) -> Void) async throws {
-        let reports = try await Offload.run { try layer.lostChangeReports() }
-        guard let last = reports.last?.sequence else { return }
-        for report in reports {
-            tell(
-                InstantLostChange(
-                    annotationID: report.annotationID,
-                    kind: InstantLostChange.Kind(rawValue: report.kind.rawValue) ?? .update,
-                    lostContent: report.content.flatMap { try? JSONValue.parse($0) },
-                    reason: InstantLostChange.Reason(rawValue: report.reason) ?? .conflict, message: report.message,
-                    winner: report.winner.flatMap { try? JSONValue.parse($0) }))
-        }
-        try await Offload.run { try layer.forgetLostChangeReports(through: last) }
-    }
-
     /// `lost` with what won as `records` (id and content, nil when deleted) have it: the
     /// server's records, in order, the last of an id counting. With `whole` (a snapshot:
     /// every live record), an id not among them won as deleted; otherwise its report keeps
@@ -282,7 +262,7 @@ struct SyncRound {
     /// revisions mean nothing there.
     ///
     /// `lost`: the changes through `acknowledged` the server refused, kept in the
-    /// snapshot's transaction until the app is told (``reportLostChanges(in:_:)``).
+    /// snapshot's transaction until the app is told (``reportLostChanges(in:of:client:)``).
     func reset(
         acknowledgingThrough acknowledged: Int64? = nil, history: String?, losing lost: [LostChangeReport] = []
     ) async throws {

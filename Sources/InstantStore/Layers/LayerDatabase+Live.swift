@@ -48,8 +48,15 @@ extension LayerDatabase {
 
     /// ``livePendingChangeCount()`` with the lost changes not told to the app yet, as the
     /// catalog counts a layer's local data (a layer holding only those lists as dirty).
-    public func liveLocalChangeCount() throws(StoreError) -> Int {
-        try readLive { db in try Self.countPending(db) + Int(try Self.countLost(db)) }
+    ///
+    /// The lost changes numbered in `told` are left out: told to the app already, they
+    /// wait only for it to take them (from an ``InstantClient``'s event stream, say).
+    public func liveLocalChangeCount(excludingLost told: Set<Int64> = []) throws(StoreError) -> Int {
+        try readLive { db in
+            guard !told.isEmpty else { return try Self.countPending(db) + Int(try Self.countLost(db)) }
+            let lost = try Int64.fetchAll(db, sql: "SELECT seq FROM lostChange")
+            return try Self.countPending(db) + lost.count { !told.contains($0) }
+        }
     }
 
     /// `body` in a read that first looks at the removed mark. A mark a removal left

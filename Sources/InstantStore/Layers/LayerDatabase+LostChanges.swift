@@ -50,7 +50,7 @@ extension LayerDatabase {
     /// ```swift
     /// let reports = try layer.lostChangeReports()
     /// for report in reports { tell(report) }
-    /// if let last = reports.last { try layer.forgetLostChangeReports(through: last.sequence) }
+    /// try layer.forgetLostChangeReports(reports.map(\.sequence))
     /// ```
     public func lostChangeReports() throws(StoreError) -> [LostChangeReport] {
         try readLive { db in try Self.fetchLost(db) }
@@ -96,9 +96,14 @@ extension LayerDatabase {
         try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM lostChange") ?? 0
     }
 
-    /// Forgets the lost changes through `sequence`: the app has been told of them.
-    public func forgetLostChangeReports(through sequence: Int64) throws(StoreError) {
-        try write { db in try db.execute(sql: "DELETE FROM lostChange WHERE seq <= ?", arguments: [sequence]) }
+    /// Forgets the lost changes numbered `sequences`: the app has been told of them. Those
+    /// kept since (another round's, told later) stay, whatever their numbers.
+    public func forgetLostChangeReports(_ sequences: [Int64]) throws(StoreError) {
+        guard !sequences.isEmpty else { return }
+        try write { db in
+            let delete = try db.cachedStatement(sql: "DELETE FROM lostChange WHERE seq = ?")
+            for sequence in sequences { try delete.execute(arguments: [sequence]) }
+        }
     }
 
     /// Keeps `reports`, inside the transaction that drops their changes.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantStore
+import Synchronization
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -88,38 +89,51 @@ struct Sync: AsyncParsableCommand {
         }
     }
 
-    /// The lost changes a failed cycle reported, waiting at most 2 s for its end.
+    /// The lost changes a failed cycle reported, waiting at most 2 s for its end. Those
+    /// read by then are returned: each is forgotten once the next event is asked for, so
+    /// none may be dropped unprinted (one still in hand at the timeout is told again by
+    /// the next sync).
     static func lostChanges(in events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor) async
         -> [InstantLostChange]
     {
-        await withTaskGroup(of: [InstantLostChange]?.self) { group in
-            group.addTask { await outcome(of: events, for: descriptor).lost }
+        let read = ReadLostChanges()
+        return await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                try? await Task.sleep(for: .seconds(2))
-                return nil
+                _ = await outcome(of: events, for: descriptor) { change in read.changes.withLock { $0.append(change) } }
             }
-            let first = await group.next() ?? nil
+            group.addTask { try? await Task.sleep(for: .seconds(2)) }
+            await group.next()
             group.cancelAll()
-            return first ?? []
+            await group.waitForAll()
+            return read.changes.withLock { $0 }
         }
     }
 
     /// What the cycle that just ended reported: the changes received from other writers,
     /// and the local changes lost. Its events are all in the stream already (they are
     /// emitted before the operation completes), up to its `didFinishSync`.
-    static func outcome(of events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor) async -> (
-        received: Int, lost: [InstantLostChange]
-    ) {
+    /// `reading` sees each lost change as it is read.
+    static func outcome(
+        of events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor,
+        reading: @Sendable (InstantLostChange) -> Void = { _ in }
+    ) async -> (received: Int, lost: [InstantLostChange]) {
         var received = 0
         var lost: [InstantLostChange] = []
         for await event in events where event.descriptor == descriptor {
             switch event {
             case .didReceiveChanges(_, let changes): received += changes.count
-            case .didLoseChange(_, let change): lost.append(change)
+            case .didLoseChange(_, let change):
+                lost.append(change)
+                reading(change)
             case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, lost)
             default: continue
             }
         }
         return (received, lost)
     }
+}
+
+/// The lost changes a reading task saw, for the task that waited for it.
+private final class ReadLostChanges: Sendable {
+    let changes = Mutex<[InstantLostChange]>([])
 }

@@ -129,7 +129,11 @@ struct SyncWatch {
 
     /// Prints an event; returns the failure that ends the watch, if it is one.
     private func handle(_ event: InstantEvent, _ tally: Tally) -> CommandError? {
-        if tally.stopping.load(ordering: .relaxed) { return nil }
+        // Stopping, only a lost change is still news: it is forgotten once the next event
+        // is asked for, so it is printed whatever comes.
+        if tally.stopping.load(ordering: .relaxed) {
+            guard case .didLoseChange = event else { return nil }
+        }
         switch event {
         case .didReceiveChanges(_, let changes):
             tally.counts.withLock { $0.received += changes.count }
