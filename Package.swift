@@ -43,6 +43,8 @@ let package = Package(
             dependencies: [
                 "CZstd",
                 "CPlatform",
+                // Its strict JSON reader: content is checked as the sync will read it.
+                "InstantProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The SQLite C API, for decoding listing rows without intermediate copies.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

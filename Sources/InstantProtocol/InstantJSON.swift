@@ -25,10 +25,16 @@ public enum InstantJSON {
         guard case .object = content else {
             throw ProtocolError(.invalidAnnotation, "an annotation must be a JSON object")
         }
-        guard content.nestsAtMost(maximumAnnotationDepth) else {
+        switch content.shapeProblem(nestingAtMost: maximumAnnotationDepth) {
+        case .tooDeep?:
             throw ProtocolError(
                 .invalidAnnotation,
                 "the annotation's arrays and objects nest deeper than \(maximumAnnotationDepth) levels")
+        case .notFinite?:
+            // Only a value made in Swift can hold one (no JSON text does): it would be
+            // written as null.
+            throw ProtocolError(.invalidAnnotation, "the annotation holds a number that is not finite (NaN or ±∞)")
+        case nil: break
         }
         guard let version = content["v"]?.number, version >= 1, version == version.rounded() else {
             throw ProtocolError(
@@ -52,23 +58,33 @@ public enum InstantJSON {
 }
 
 extension JSONValue {
-    /// Whether this value's arrays and objects nest at most `limit` levels (a container
-    /// counts 1, a scalar 0). Walks without recursion and stops at the first level past
-    /// the limit.
-    func nestsAtMost(_ limit: Int) -> Bool {
+    /// What makes a value unfit to be stored and sent as it is.
+    package enum ShapeProblem: Sendable, Equatable {
+        /// Its arrays and objects nest deeper than the limit.
+        case tooDeep
+        /// It holds a NaN or an infinity, which JSON cannot carry.
+        case notFinite
+    }
+
+    /// The first ``ShapeProblem`` of this value with arrays and objects nesting at most
+    /// `limit` levels (a container counts 1, a scalar 0), or nil. Walks without recursion
+    /// and stops at the first level past the limit.
+    package func shapeProblem(nestingAtMost limit: Int) -> ShapeProblem? {
         var pending: [(value: JSONValue, depth: Int)] = [(self, 1)]
         while let (value, depth) = pending.popLast() {
             switch value {
             case .array(let items):
-                guard depth <= limit else { return false }
+                guard depth <= limit else { return .tooDeep }
                 for item in items { pending.append((item, depth + 1)) }
             case .object(let members):
-                guard depth <= limit else { return false }
+                guard depth <= limit else { return .tooDeep }
                 for member in members.values { pending.append((member, depth + 1)) }
+            case .double(let number) where !number.isFinite:
+                return .notFinite
             default:
                 continue
             }
         }
-        return true
+        return nil
     }
 }

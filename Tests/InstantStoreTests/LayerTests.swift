@@ -129,9 +129,19 @@ import Testing
     @Test func invalidContentAndIdentifiersAreRefused() throws {
         let scratch = try Scratch()
         let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(throws: StoreError.invalidAnnotationContent(reason: "not valid JSON")) {
-            try layer.create(id: "x", content: Data("{nope".utf8))
+        // Read as strictly as a sync reads it: what it could not send is refused here.
+        for bad in ["{nope", #"{"v": 2, "v": 3}"#, "\u{FEFF}{}", "{} {}"] {
+            let error = #expect(throws: StoreError.self) { try layer.create(id: "x", content: Data(bad.utf8)) }
+            guard case .invalidAnnotationContent(let reason)? = error else {
+                Issue.record("\(bad): \(String(describing: error))")
+                continue
+            }
+            #expect(reason.hasPrefix("not valid JSON: "), "\(bad): \(reason)")
         }
+        let latin1 = #expect(throws: StoreError.self) {
+            try layer.create(id: "x", content: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]))
+        }
+        #expect(latin1?.description.contains("not valid UTF-8") == true, "\(String(describing: latin1))")
         #expect(throws: StoreError.invalidAnnotationContent(reason: "not a JSON object")) {
             try layer.create(id: "x", content: Data("[1]".utf8))
         }

@@ -61,6 +61,14 @@ import Testing
             let tooDeep = #expect(throws: InstantError.self) { try document.add(deep) }
             #expect(tooDeep?.code == .invalidJSONStructure)
             #expect(tooDeep?.message.contains("nest deeper") == true, "\(String(describing: tooDeep))")
+            // A number no JSON text can hold (JSON would carry it as null): refused.
+            for number in [Double.nan, .infinity, -.infinity] {
+                guard case .object(var members) = note("not finite") else { return }
+                members["bbox"] = [0, 0, .double(number), 10]
+                members["custom"] = ["x": .double(number)]
+                let refused = #expect(throws: InstantError.self) { try document.add(.object(members)) }
+                #expect(refused?.code == .invalidJSONStructure && refused?.message.contains("not finite") == true)
+            }
             let readOnly = #expect(throws: InstantError.self) { try descriptor.readOnlyDocument().add(note("x")) }
             #expect(readOnly?.code == .savingDisabled)
             let missing = #expect(throws: InstantError.self) { try document.remove("nope") }

@@ -1,4 +1,5 @@
 import Foundation
+import InstantProtocol
 
 /// An annotation as this device sees it: the server's record with local changes applied.
 public struct Annotation: Sendable, Equatable {
@@ -125,39 +126,30 @@ struct LayerSummary: Sendable, Equatable {
     var bytes: Int64
 }
 
-/// Annotation content must be a JSON object, nested at most ``maximumDepth`` deep;
-/// anything else is refused before it is stored.
+/// Annotation content must be a JSON object, read as strictly as the sync reads it (no
+/// duplicate key, UTF-8 only), nested at most ``maximumDepth`` deep; anything else is
+/// refused before it is stored: stored, it could never be synced, and would hold back
+/// every later change of its layer.
 enum AnnotationContent {
-    /// How deep content may nest (the object itself counts as 1): the protocol's rule
-    /// (`InstantJSON.maximumAnnotationDepth`). Every format that carries content wraps it,
-    /// up to five levels, and no reader takes more than 512: content any deeper could be
-    /// stored but never synced, and would hold back every later change of its layer.
-    static let maximumDepth = 507
+    /// How deep content may nest (the object itself counts as 1): the protocol's rule.
+    /// Every format that carries content wraps it, up to five levels, and no reader takes
+    /// more than 512.
+    static let maximumDepth = InstantJSON.maximumAnnotationDepth
 
     static func validate(_ content: Data) throws(StoreError) {
         guard !content.isEmpty else { throw .invalidAnnotationContent(reason: "empty") }
-        let object: Any
-        do { object = try JSONSerialization.jsonObject(with: content) } catch {
-            throw .invalidAnnotationContent(reason: "not valid JSON")
+        let value: JSONValue
+        do { value = try JSONValue.parse(content) } catch {
+            // The reader's own words, where it stopped ("not valid JSON: …, at byte N").
+            throw .invalidAnnotationContent(reason: error.message)
         }
-        guard object is [String: Any] else { throw .invalidAnnotationContent(reason: "not a JSON object") }
-        guard nestsAtMost(object, maximumDepth) else {
+        guard case .object = value else { throw .invalidAnnotationContent(reason: "not a JSON object") }
+        switch value.shapeProblem(nestingAtMost: maximumDepth) {
+        case .tooDeep?:
             throw .invalidAnnotationContent(reason: "arrays and objects nest deeper than \(maximumDepth) levels")
+        case .notFinite?:
+            throw .invalidAnnotationContent(reason: "a number is not finite")
+        case nil: break
         }
-    }
-
-    /// Whether `value`'s arrays and objects nest at most `limit` levels; without recursion.
-    private static func nestsAtMost(_ value: Any, _ limit: Int) -> Bool {
-        var pending: [(value: Any, depth: Int)] = [(value, 1)]
-        while let (value, depth) = pending.popLast() {
-            if let array = value as? [Any] {
-                guard depth <= limit else { return false }
-                for item in array { pending.append((item, depth + 1)) }
-            } else if let object = value as? [String: Any] {
-                guard depth <= limit else { return false }
-                for member in object.values { pending.append((member, depth + 1)) }
-            }
-        }
-        return true
     }
 }
