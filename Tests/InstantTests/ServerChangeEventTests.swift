@@ -176,6 +176,34 @@ import Testing
         }
     }
 
+    /// The server is ahead of this copy, so each listen answers at once, and each sync it
+    /// starts fails (a 500 from the proxy): the listener backs off further each time (50
+    /// doubling to 400 ms here, jittered) rather than trying at the first delay forever.
+    @Test func listeningBacksOffWhileTheSyncsItStartsFail() async throws {
+        try await ClientHarness.with { h in
+            let (client, log, descriptor) = try await listeningToDoc(h)
+            defer {
+                descriptor.stopListeningForServerChanges()
+                withExtendedLifetime(client) {}
+            }
+            h.proxy.answerNextRequest(
+                to: "POST /i/v1/documents/doc/sync", status: "500 Internal Server Error", times: 1000)
+            try await h.createOnServer(["s"])
+            try await log.wait("the first failed sync") { events in
+                events.contains { if case .didFailSync = $0 { true } else { false } }
+            }
+            let before = h.proxy.requestsAnswered
+            try await Task.sleep(for: .seconds(2))
+            let syncs = h.proxy.requestsAnswered - before
+            // Without backoff past the first delay (25-50 ms): 40 and more.
+            #expect(syncs <= 20, "\(syncs) syncs in 2 s")
+            h.proxy.answerNextRequest(to: "POST", status: "200 OK", times: 0)
+            try await log.wait("a sync once the server answers", seconds: 60) { events in
+                events.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+        }
+    }
+
     /// A reset (the layer made again on the server) reports what the snapshot changed,
     /// not the records under a local change.
     @Test func aResetReportsWhatTheSnapshotChanged() async throws {

@@ -121,9 +121,15 @@ extension InstantDocumentDescriptor {
             switch result {
             case .success:
                 client.emit(.didFinishDownload(self))
-                // Listening stopped when the layer went away; it goes on if still asked for.
+                // The server took the download's JWT: a sync that waited for a new one after
+                // an authentication failure (before a removal and this download, say) may
+                // start by itself again. Listening stopped when the layer went away; it goes
+                // on if still asked for.
                 let engine = engine
-                Task { await engine.resumeListening() }
+                Task {
+                    await engine.authenticated()
+                    await engine.resumeListening()
+                }
             case .failure(let error): client.emit(.didFailDownload(self, error))
             }
         }

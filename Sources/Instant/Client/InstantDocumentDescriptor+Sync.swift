@@ -58,17 +58,21 @@ extension InstantDocumentDescriptor {
         // A stop asked for after this call withdraws the sync it ends with.
         let stops = stopsAsked
         Task {
-            defer { self.mutable.withLock { $0.reauthenticating = false } }
+            // Done before either event: an app may reauthenticate again from its handler
+            // (the sync that follows may be refused, with `didFailAuthentication`).
+            let done = { self.mutable.withLock { $0.reauthenticating = false } }
             do throws(InstantError) {
                 let jwt = try InstantJWT(parsing: token)
                 try self.check(jwt)
                 try await self.verify(jwt, with: client.api)
                 self.update(jwt: jwt)
                 await engine.authenticated()
+                done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
                 if self.isDownloaded { _ = await engine.syncResult(afterStops: stops) }
             } catch {
+                done()
                 client.emit(.didFailReauthentication(self, error))
             }
         }

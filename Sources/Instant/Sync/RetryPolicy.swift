@@ -22,13 +22,17 @@ public struct RetryPolicy: Sendable, Equatable {
     /// capped, then scaled by a random factor in [0.5, 1] so many clients that failed together
     /// do not come back together; never shorter than the server's `Retry-After`.
     public func delay(attempt: Int, retryAfter: Int? = nil) -> Duration {
-        let exponent = Double(min(max(attempt - 1, 0), 30))
+        let exponent = Double(attempt <= 1 ? 0 : min(attempt - 1, 30))
         let capped = min(seconds(initialDelay) * pow(2, exponent), seconds(maximumDelay))
         let jittered = capped * Double.random(in: 0.5...1)
         // A server's Retry-After is honoured up to an hour (a huge one must not overflow).
         let asked = Double(min(max(retryAfter ?? 0, 0), 3600))
-        return .milliseconds(Int64(max(jittered, asked) * 1000))
+        // Any policy's wait fits (at most a year, in practice never): no overflow.
+        return .milliseconds(Int64(min(max(jittered, asked, 0), Self.longestWait) * 1000))
     }
+
+    /// The longest wait any policy gives, in seconds (a year).
+    private static let longestWait: Double = 365 * 86_400
 
     private func seconds(_ duration: Duration) -> Double {
         let (whole, fraction) = duration.components

@@ -14,7 +14,8 @@ extension SyncEngine {
     /// after the other must never leave a poll running.
     func followListenRequests() {
         if isListeningWanted {
-            if listening == nil { beginListening() }
+            // Not before the layer is stored: the download starts it (resumeListening).
+            if listening == nil && descriptor?.isDownloaded == true { beginListening() }
         } else {
             listening?.cancel()
             listening = nil
@@ -83,7 +84,9 @@ extension SyncEngine {
                     timeout: Self.listenTimeout)
                 changed = answer.changed || outage
                 outage = false
-                failures = 0
+                // Not after an answer that starts a sync: a sync that keeps failing while
+                // the server is ahead (answering at once) backs off further each time.
+                if !changed { failures = 0 }
             } catch let failure as APIFailure where failure.isResetRequired {
                 changed = true
             } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
@@ -106,12 +109,14 @@ extension SyncEngine {
                     for: client.retryPolicy.delay(attempt: failures, retryAfter: failure.retryAfter))
                 continue
             }
-            // (A removal meanwhile ends the loop at its top, without a sync.)
-            guard changed && !Task.isCancelled,
+            // (A removal meanwhile ends the loop at its top, without a sync; so does a JWT
+            // refused meanwhile, by a cycle this poll did not start: no second report.)
+            guard changed && !Task.isCancelled && !awaitingAuthentication,
                 descriptor.layerRemovals.load(ordering: .sequentiallyConsistent) == removals
             else { continue }
             do {
                 try await sync()
+                failures = 0
             } catch {
                 // The cycle reported it. Wait before listening again: the server is ahead
                 // of this copy, so the next listen would answer at once.
