@@ -50,9 +50,8 @@ struct SyncRound {
             // pending changes keep their bases only when the snapshot is of the history they
             // belong to (a repair's replacement names it).
             try await reset(history: meta.pendingBasesEpoch)
-            (pending, meta) = try await onDisk { layer in
-                (try layer.pendingChanges(limit: limit), try layer.metadata())
-            }
+            // Live again: a removal may have come since the reset's write.
+            (pending, meta) = try await onDisk { layer in try layer.livePendingChangesAndMetadata(limit: limit) }
         }
         guard let clientID = meta.clientID else {
             throw InstantError(.couldNotReadFromDiskCache, "the layer has no client id: run instantctl verify --repair")
