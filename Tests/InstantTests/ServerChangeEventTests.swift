@@ -204,6 +204,37 @@ import Testing
         }
     }
 
+    /// A peer that answers every listen at once with nothing new (a server shutting down, a
+    /// proxy that does not hold the poll) is not polled in a loop: each such answer waits
+    /// longer before the next (50 doubling to 400 ms here).
+    @Test func listensAnsweredAtOnceWithNothingNewAreSpacedOut() async throws {
+        try await ClientHarness.with { h in
+            let (client, log, descriptor) = try await listeningToDoc(h)
+            defer {
+                descriptor.stopListeningForServerChanges()
+                withExtendedLifetime(client) {}
+            }
+            // (Only `changed` counts for the client.)
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/listen", status: "200 OK",
+                body: #"{"epoch": "e", "revision": 0, "changed": false}"#, contentType: "application/json",
+                times: 100_000)
+            // The poll out now is the server's; the next ones are the proxy's.
+            try await h.createOnServer(["s"])
+            try await log.wait("the sync the change starts") { events in
+                events.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            let before = h.proxy.requestsAnswered
+            try await Task.sleep(for: .seconds(2))
+            let polls = h.proxy.requestsAnswered - before
+            #expect(polls >= 2, "still listening")
+            // In a loop: hundreds.
+            #expect(polls <= 20, "\(polls) polls in 2 s")
+            let names = await log.names
+            #expect(names.filter { $0.hasPrefix("didFailSync") }.isEmpty, "\(names)")
+        }
+    }
+
     /// A reset (the layer made again on the server) reports what the snapshot changed,
     /// not the records under a local change.
     @Test func aResetReportsWhatTheSnapshotChanged() async throws {

@@ -58,8 +58,15 @@ extension SyncEngine {
         if generation == listenGeneration { listening = nil }
     }
 
+    /// An answer with nothing new sooner than this came before the poll's timeout (our
+    /// server waits at least a second): from a server shutting down, or a peer that does
+    /// not hold the poll.
+    static let quickAnswer = Duration.milliseconds(500)
+
     private func listenLoop(_ generation: Int, removals: Int) async {
         var failures = 0
+        // Answers in a row with nothing new that came at once: each waits longer.
+        var quickAnswers = 0
         // The server could not be reached: reported once, and a sync follows the outage.
         var outage = false
         while !Task.isCancelled {
@@ -79,6 +86,7 @@ extension SyncEngine {
             let changed: Bool
             do {
                 let meta = try descriptor.openLayer().metadata()
+                let asked = ContinuousClock.now
                 let answer = try await api.listen(
                     document: descriptor.identifier, jwt: jwt, revision: meta.lastServerRevision, epoch: meta.epoch,
                     timeout: Self.listenTimeout)
@@ -86,7 +94,16 @@ extension SyncEngine {
                 outage = false
                 // Not after an answer that starts a sync: a sync that keeps failing while
                 // the server is ahead (answering at once) backs off further each time.
-                if !changed { failures = 0 }
+                if !changed {
+                    failures = 0
+                    // Never a loop of polls answered at once.
+                    if ContinuousClock.now - asked < Self.quickAnswer {
+                        quickAnswers += 1
+                        try? await Task.sleep(for: client.retryPolicy.delay(attempt: quickAnswers))
+                    } else {
+                        quickAnswers = 0
+                    }
+                }
             } catch let failure as APIFailure where failure.isResetRequired {
                 changed = true
             } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
