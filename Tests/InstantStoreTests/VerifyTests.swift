@@ -51,6 +51,29 @@ import Testing
         #expect(after.isClean, "\(after.remaining)")
     }
 
+    /// A record an older build stored under its looser check (duplicate keys) is not
+    /// damage: a deep verification finds nothing, so no repair replaces the layer (which
+    /// would bring the same record back, and be done again at every verification).
+    @Test func aRecordAnOlderBuildsCheckTookIsNotCorruption() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "old", content: note("old"))
+        let key = layer.key
+        layer.close()
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
+        try queue.write { db in
+            try db.execute(sql: #"UPDATE record SET content = CAST('{"v": 2, "v": 2, "type": "x"}' AS BLOB)"#)
+        }
+        try queue.close()
+        let found = try scratch.store.verify(VerifyOptions(deep: true))
+        #expect(found.isClean, "\(found.remaining)")
+        // Damage is still found: a record that is not JSON at all.
+        let damaged = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
+        try damaged.write { db in try db.execute(sql: "UPDATE record SET content = CAST('{nope' AS BLOB)") }
+        try damaged.close()
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).remaining.map(\.kind) == [.corruptLayer])
+    }
+
     /// A layer file that names another layer (another layer's file, copied or restored
     /// under this one's name) is never salvaged into this layer: its changes could be
     /// another document's, or another server's. It goes to quarantine untouched, naming

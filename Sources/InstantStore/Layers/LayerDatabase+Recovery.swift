@@ -53,8 +53,8 @@ extension LayerDatabase {
             if deep {
                 let records = try Row.fetchCursor(db, sql: "SELECT annotationId, content FROM record")
                 while let row = try records.next() {
-                    do { try AnnotationContent.validate(row[1]) } catch {
-                        return ("record \(StoreError.quoted(String(storedBytes: row[0]))): \(error)", removed)
+                    guard AnnotationContent.isIntact(row[1]) else {
+                        return ("record \(StoreError.quoted(String(storedBytes: row[0]))): not a JSON object", removed)
                     }
                 }
             }

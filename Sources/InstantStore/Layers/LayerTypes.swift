@@ -136,6 +136,13 @@ enum AnnotationContent {
     /// more than 512.
     static let maximumDepth = InstantJSON.maximumAnnotationDepth
 
+    /// Whether `content` is a JSON object as any build of the store could have written it:
+    /// what a deep health check asks (damage), not whether a sync can carry it. An older
+    /// build's check was looser (duplicate keys, a BOM); such a record is not damaged.
+    static func isIntact(_ content: Data) -> Bool {
+        (try? JSONSerialization.jsonObject(with: content)) is [String: Any]
+    }
+
     static func validate(_ content: Data) throws(StoreError) {
         guard !content.isEmpty else { throw .invalidAnnotationContent(reason: "empty") }
         let value: JSONValue
