@@ -172,7 +172,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        invalidate { $0.document == ExactString(identifier) }
+        invalidate(ending: removal) { $0.document == ExactString(identifier) }
     }
 
     /// Removes everything of this server from the store (other servers' data stays); every
@@ -187,7 +187,7 @@ public final class InstantClient: Sendable {
         } catch {
             throw InstantError(error)
         }
-        invalidate { _ in true }
+        invalidate(ending: removal) { _ in true }
     }
 
     // MARK: Internals
@@ -232,13 +232,17 @@ public final class InstantClient: Sendable {
     }
 
     /// Marks the matching descriptors invalid and forgets them: the next request for that
-    /// document and layer gets a new descriptor.
-    private func invalidate(_ matching: (Key) -> Bool) {
-        let gone = registry.withLock { registry -> [InstantDocumentDescriptor] in
+    /// document and layer gets a new descriptor. With `removal`, that removal ends in the
+    /// same step: a descriptor made from then on is neither counted by it (its download
+    /// would be withdrawn though the removal is done) nor invalidated.
+    private func invalidate(ending removal: Int? = nil, _ matching: (Key) -> Bool) {
+        let (gone, counted) = registry.withLock { registry in
             let keys = registry.descriptors.keys.filter(matching)
-            return keys.compactMap { registry.descriptors.removeValue(forKey: $0) }
+            let counted = removal.flatMap { registry.removals.removeValue(forKey: $0)?.counted } ?? []
+            return (keys.compactMap { registry.descriptors.removeValue(forKey: $0) }, counted)
         }
         for descriptor in gone { descriptor.invalidate() }
+        for descriptor in counted { descriptor.endRemoval() }
     }
 
     /// The store's row for a layer of this server, or nil.

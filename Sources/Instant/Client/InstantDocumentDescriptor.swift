@@ -112,6 +112,13 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// The `user_id` this layer is for: the JWT's, or the one stored with the layer.
     public var userID: String? { mutable.withLock { $0.userID } }
 
+    /// Whether the layer is in the store (its PDF may not be: what a sync or listening
+    /// needs).
+    var isLayerStored: Bool {
+        guard let client, !mutable.withLock({ $0.invalidated }) else { return false }
+        return (try? client.localDescriptor(identifier, layerName)) != nil
+    }
+
     /// Whether the layer and its document's PDF are in the store.
     public var isDownloaded: Bool {
         guard let client, !mutable.withLock({ $0.invalidated }) else { return false }

@@ -15,7 +15,7 @@ extension SyncEngine {
     func followListenRequests() {
         if isListeningWanted {
             // Not before the layer is stored: the download starts it (resumeListening).
-            if listening == nil && descriptor?.isDownloaded == true { beginListening() }
+            if listening == nil && descriptor?.isLayerStored == true { beginListening() }
         } else {
             listening?.cancel()
             listening = nil
@@ -38,7 +38,7 @@ extension SyncEngine {
     /// begun before the layer's last removal (whose pause has not come yet) is replaced.
     func resumeListening() {
         // Not before the layer is stored (again): a loop would fail on it at once.
-        guard isListeningWanted, descriptor?.isDownloaded == true else { return }
+        guard isListeningWanted, descriptor?.isLayerStored == true else { return }
         let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
         if listening != nil && listeningSinceRemoval == removals { return }
         listening?.cancel()
@@ -94,15 +94,13 @@ extension SyncEngine {
                 outage = false
                 // Not after an answer that starts a sync: a sync that keeps failing while
                 // the server is ahead (answering at once) backs off further each time.
-                if !changed {
-                    failures = 0
-                    // Never a loop of polls answered at once.
-                    if ContinuousClock.now - asked < Self.quickAnswer {
-                        quickAnswers += 1
-                        try? await Task.sleep(for: client.retryPolicy.delay(attempt: quickAnswers))
-                    } else {
-                        quickAnswers = 0
-                    }
+                if !changed { failures = 0 }
+                // Never a loop of polls answered at once with nothing new.
+                if !changed && ContinuousClock.now - asked < Self.quickAnswer {
+                    quickAnswers += 1
+                    try? await Task.sleep(for: client.retryPolicy.delay(attempt: quickAnswers))
+                } else {
+                    quickAnswers = 0
                 }
             } catch let failure as APIFailure where failure.isResetRequired {
                 changed = true
