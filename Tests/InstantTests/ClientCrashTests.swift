@@ -67,21 +67,7 @@ import Testing
     /// after that. A process killed in between (`sync.afterApply`) leaves the report in the
     /// layer: the next sync tells it, once.
     @Test func aLostChangeWhoseProcessDiedBeforeTellingIsToldByTheNextSync() async throws {
-        try await TestServer.with { server in
-            let fixture = try await WorkerFixture(server: server)
-            defer { fixture.removeRoot() }
-            try await fixture.expectOK("download")
-            // Offline: a create of mine-0, then an update of it.
-            try await fixture.expectOK("add", "mine", "1")
-            // Another writer creates mine-0 first: our create loses (alreadyExists), and our
-            // update, made on our create, loses to theirs (conflict).
-            let theirs = try await server.sync(
-                "doc", token: fixture.jwt,
-                SyncRequest(
-                    clientId: "another-client-0001", epoch: nil, baseRevision: 0,
-                    changes: [ClientChange(changeId: 1, kind: .create, id: "mine-0", content: note("theirs", id: nil))])
-            )
-            #expect(theirs.results.first?.accepted == true)
+        try await withTwoChangesThatWillLose { server, fixture in
             let killed = try await fixture.run("sync", failpoint: "sync.afterApply")
             #expect(killed.ending.signalled, "the sync should die after applying: \(killed.error)")
             #expect(!killed.error.contains("lost mine-0"), "killed before telling")
@@ -102,18 +88,7 @@ import Testing
     /// in the layer: a process killed then (the stream's buffer dies with it) leaves it to
     /// the next sync, which tells it again, once, rather than never.
     @Test func aLostChangeAStreamHadNotTakenWhenItsProcessDiedIsToldAgain() async throws {
-        try await TestServer.with { server in
-            let fixture = try await WorkerFixture(server: server)
-            defer { fixture.removeRoot() }
-            try await fixture.expectOK("download")
-            try await fixture.expectOK("add", "mine", "1")
-            let theirs = try await server.sync(
-                "doc", token: fixture.jwt,
-                SyncRequest(
-                    clientId: "another-client-0001", epoch: nil, baseRevision: 0,
-                    changes: [ClientChange(changeId: 1, kind: .create, id: "mine-0", content: note("theirs", id: nil))])
-            )
-            #expect(theirs.results.first?.accepted == true)
+        try await withTwoChangesThatWillLose { server, fixture in
             let child = try fixture.start("sync-unread")
             _ = try await child.waitForOutput(containing: "synced")
             #expect(child.standardOutput.contains("lost=2"), "told to the stream that reads: \(child.standardError)")
@@ -227,5 +202,26 @@ import Testing
                 #expect(try JSONValue.parse(mine.content) == record.content)
             }
         }
+    }
+}
+
+/// `body` with a worker's downloaded layer holding, offline, a create of `mine-0` and an
+/// update of it, which another writer's create of `mine-0`, made first, will beat: the
+/// create loses (`alreadyExists`), and the update, made on it, loses to theirs (`conflict`).
+private func withTwoChangesThatWillLose(_ body: @Sendable (TestServer, WorkerFixture) async throws -> Void)
+    async throws
+{
+    try await TestServer.with { server in
+        let fixture = try await WorkerFixture(server: server)
+        defer { fixture.removeRoot() }
+        try await fixture.expectOK("download")
+        try await fixture.expectOK("add", "mine", "1")
+        let theirs = try await server.sync(
+            "doc", token: fixture.jwt,
+            SyncRequest(
+                clientId: "another-client-0001", epoch: nil, baseRevision: 0,
+                changes: [ClientChange(changeId: 1, kind: .create, id: "mine-0", content: note("theirs", id: nil))]))
+        #expect(theirs.results.first?.accepted == true)
+        try await body(server, fixture)
     }
 }

@@ -123,6 +123,14 @@ actor EventLog {
 
     var names: [String] { events.map(Self.name) }
 
+    /// Waits (up to `seconds`) until `count` events are named `name` (or start with it,
+    /// as `didFailSync` names every failure).
+    func wait(for name: String, count: Int = 1, seconds: Double = 20) async throws {
+        try await wait(name, seconds: seconds) { events in
+            events.lazy.map(Self.name).filter { $0.hasPrefix(name) }.count >= count
+        }
+    }
+
     /// The `didLoseChange` events' changes, in order.
     var lostChanges: [InstantLostChange] {
         events.compactMap { event in

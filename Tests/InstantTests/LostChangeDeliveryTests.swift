@@ -22,9 +22,7 @@ import Testing
             try a.editableDocument.add(note("mine", id: "n1"))
             try await h.createOnServer(["n1"])
             try await a.sync().result()
-            try await log.wait("the lost change") {
-                $0.contains { if case .didLoseChange = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didLoseChange")
             #expect(a.documentState == .clean, "told: it waits for no sync")
             #expect(try untold(h) == 1, "kept for the stream that has not taken it")
 
@@ -115,9 +113,7 @@ import Testing
             #expect(try untold(h) == 1, "never handed over")
             let log = await EventLog.recording(client)
             try await a.sync().result()
-            try await log.wait("the lost change told again") { events in
-                events.contains { if case .didLoseChange = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didLoseChange")
             try await waitUntil("the report is forgotten") { try untold(h) == 0 }
         }
     }

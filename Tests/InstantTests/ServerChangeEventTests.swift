@@ -114,12 +114,7 @@ import Testing
     /// layer): a server change after it starts no sync of nothing; listening goes on once
     /// the layer is downloaded again.
     @Test func aRemovalEndsTheLongPollAndADownloadResumesIt() async throws {
-        try await ClientHarness.with { h in
-            let (client, log, descriptor) = try await listeningToDoc(h)
-            defer {
-                descriptor.stopListeningForServerChanges()
-                withExtendedLifetime(client) {}
-            }
+        try await withListeningToDoc { h, log, descriptor in
             try descriptor.removeLocalStorage()
             try await Task.sleep(for: .milliseconds(100))
             let before = await log.events.count
@@ -154,12 +149,7 @@ import Testing
     /// A listening client that loses the server says so once, keeps trying, and syncs
     /// when the server answers again (catching up on what it missed).
     @Test func listeningReportsAnOutageOnceAndSyncsAfterIt() async throws {
-        try await ClientHarness.with { h in
-            let (client, log, descriptor) = try await listeningToDoc(h)
-            defer {
-                descriptor.stopListeningForServerChanges()
-                withExtendedLifetime(client) {}
-            }
+        try await withListeningToDoc { h, log, descriptor in
             h.proxy.setRefusing(true)
             try await log.wait("the outage to be reported") { events in
                 events.contains { if case .didFailSync(_, let e) = $0 { e.code == .requestFailed } else { false } }
@@ -180,27 +170,18 @@ import Testing
     /// starts fails (a 500 from the proxy): the listener backs off further each time (50
     /// doubling to 400 ms here, jittered) rather than trying at the first delay forever.
     @Test func listeningBacksOffWhileTheSyncsItStartsFail() async throws {
-        try await ClientHarness.with { h in
-            let (client, log, descriptor) = try await listeningToDoc(h)
-            defer {
-                descriptor.stopListeningForServerChanges()
-                withExtendedLifetime(client) {}
-            }
+        try await withListeningToDoc { h, log, descriptor in
             h.proxy.answerNextRequest(
                 to: "POST /i/v1/documents/doc/sync", status: "500 Internal Server Error", times: 1000)
             try await h.createOnServer(["s"])
-            try await log.wait("the first failed sync") { events in
-                events.contains { if case .didFailSync = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didFailSync")
             let before = h.proxy.requestsAnswered
             try await Task.sleep(for: .seconds(2))
             let syncs = h.proxy.requestsAnswered - before
             // Without backoff past the first delay (25-50 ms): 40 and more.
             #expect(syncs <= 20, "\(syncs) syncs in 2 s")
             h.proxy.answerNextRequest(to: "POST", status: "200 OK", times: 0)
-            try await log.wait("a sync once the server answers", seconds: 60) { events in
-                events.contains { if case .didFinishSync = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didFinishSync", seconds: 60)
         }
     }
 
@@ -208,12 +189,7 @@ import Testing
     /// proxy that does not hold the poll) is not polled in a loop: each such answer waits
     /// longer before the next (50 doubling to 400 ms here).
     @Test func listensAnsweredAtOnceWithNothingNewAreSpacedOut() async throws {
-        try await ClientHarness.with { h in
-            let (client, log, descriptor) = try await listeningToDoc(h)
-            defer {
-                descriptor.stopListeningForServerChanges()
-                withExtendedLifetime(client) {}
-            }
+        try await withListeningToDoc { h, log, descriptor in
             // (Only `changed` counts for the client.)
             h.proxy.answerNextRequest(
                 to: "GET /i/v1/documents/doc/listen", status: "200 OK",
@@ -271,14 +247,22 @@ import Testing
 
 /// "doc" uploaded and downloaded by a client of its own (kept alive by the caller, with
 /// its event log), its descriptor listening for server changes, the long poll out.
-private func listeningToDoc(_ h: ClientHarness) async throws -> (
-    InstantClient, EventLog, InstantDocumentDescriptor
-) {
-    try await h.server.upload("doc", samplePDF())
-    let client = try h.client()
-    let log = await EventLog.recording(client)
-    let descriptor = try await h.downloaded(client, "doc")
-    descriptor.startListeningForServerChanges()
-    try await Task.sleep(for: .milliseconds(200))
-    return (client, log, descriptor)
+/// `body` with a client listening to a downloaded `doc` (its poll given 200 ms to park),
+/// stopped and let go afterwards.
+private func withListeningToDoc(
+    _ body: @Sendable (ClientHarness, EventLog, InstantDocumentDescriptor) async throws -> Void
+) async throws {
+    try await ClientHarness.with { h in
+        try await h.server.upload("doc", samplePDF())
+        let client = try h.client()
+        let log = await EventLog.recording(client)
+        let descriptor = try await h.downloaded(client, "doc")
+        descriptor.startListeningForServerChanges()
+        defer {
+            descriptor.stopListeningForServerChanges()
+            withExtendedLifetime(client) {}
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        try await body(h, log, descriptor)
+    }
 }

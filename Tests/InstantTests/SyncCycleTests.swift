@@ -549,16 +549,12 @@ import Testing
                 contentType: "application/json")
             try descriptor.editableDocument.add(note("refused", id: "r"))
             #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
-            try await log.wait("the authentication failure") {
-                $0.contains { if case .didFailAuthentication = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didFailAuthentication")
             try descriptor.removeLocalStorage()
             try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
             descriptor.delayForSyncingLocalChanges = 0.05
             try descriptor.editableDocument.add(note("after the new download", id: "n"))
-            try await log.wait("the edit synced by itself") {
-                $0.contains { if case .didFinishSync = $0 { true } else { false } }
-            }
+            try await log.wait(for: "didFinishSync")
             #expect(try await h.serverAnnotations("doc").map(\.id) == ["n"])
         }
     }
