@@ -210,6 +210,44 @@ import Testing
         }
     }
 
+    /// Answers that are not the server's (a captive portal's page, three times) are an
+    /// outage to listening, reported once and waited out, not the end of it: a change on
+    /// the server after them still reaches the listening client.
+    @Test func listeningOutlastsAnswersThatAreNotTheServers() async throws {
+        try await withListeningToDoc { h, log, descriptor in
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/listen", status: "200 OK", body: "<html>sign in</html>",
+                contentType: "text/html", times: 3)
+            // A poll parked at the server already is woken; the next three are the portal's.
+            try await h.createOnServer(["first"])
+            for _ in 0..<3000 where h.proxy.requestsAnswered < 3 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(h.proxy.requestsAnswered == 3)
+            try await h.createOnServer(["second"])
+            let view = descriptor.readOnlyDocument()
+            try await log.wait("the change after the outage") { _ in (try? view.annotation(withID: "second")) != nil }
+            let failures = await log.names.filter { $0.hasPrefix("didFailSync") }
+            #expect(failures == ["didFailSync(invalidServerData)"], "reported once")
+        }
+    }
+
+    /// A client the app lets go while it listens goes at once: the poll out (30 s) does
+    /// not hold it.
+    @Test func aListeningClientLetGoIsReleasedAtOnce() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            weak var released: InstantClient?
+            var client: InstantClient? = try h.client()
+            released = client
+            let descriptor = try await h.downloaded(try #require(client), "doc")
+            descriptor.startListeningForServerChanges()
+            try await Task.sleep(for: .milliseconds(300))  // the poll is out
+            client = nil
+            for _ in 0..<200 where released != nil { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(released == nil, "the client outlived the app's last reference")
+            #expect(descriptor.documentState == .invalid)
+        }
+    }
+
     /// A reset (the layer made again on the server) reports what the snapshot changed,
     /// not the records under a local change.
     @Test func aResetReportsWhatTheSnapshotChanged() async throws {

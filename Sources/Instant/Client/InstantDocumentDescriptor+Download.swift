@@ -120,16 +120,20 @@ extension InstantDocumentDescriptor {
         if let client {
             switch result {
             case .success:
-                // The server took the download's JWT: a sync that waited for a new one after
-                // an authentication failure (before a removal and this download, say) may
-                // start by itself again, before the app hears of the download (and edits).
-                // Changes kept through a download of the PDF alone are synced as any.
-                await engine.authenticated()
-                if (try? openLayer().pendingChangeCount()) ?? 0 > 0 { localChangesMade() }
                 client.emit(.didFinishDownload(self))
-                // Listening stopped when the layer went away; it goes on if still asked for.
                 let engine = engine
-                Task { await engine.resumeListening() }
+                Task {
+                    // The server took the download's JWT: a sync that waited for a new one
+                    // after an authentication failure (before a removal and this download,
+                    // say) may start by itself again. Changes made meanwhile (from the
+                    // event's handler, say) found it waiting: their timer is set now. Off the
+                    // download's path: nothing of this runs unless it waited.
+                    if await engine.authenticated(), (try? self.openLayer().pendingChangeCount()) ?? 0 > 0 {
+                        self.localChangesMade()
+                    }
+                    // Listening stopped when the layer went away; it goes on if still asked for.
+                    await engine.resumeListening()
+                }
             case .failure(let error): client.emit(.didFailDownload(self, error))
             }
         }

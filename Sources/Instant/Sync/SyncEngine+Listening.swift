@@ -2,8 +2,9 @@ import Foundation
 
 /// Listening for server changes: a long poll on the layer's revision, for as long as
 /// starts outnumber stops; a change (or a reset) on the server starts a sync. A server
-/// that cannot be reached is reported once (`didFailSync` with `requestFailed`) and
-/// tried again with the retry policy; the first answer after that starts a sync.
+/// that cannot be reached, or answers what it should not, is reported once (`didFailSync`)
+/// and tried again with the retry policy; the first answer after that starts a sync. Only
+/// a layer gone (`invalidDocument`) or a refused JWT ends listening.
 extension SyncEngine {
     /// The long poll's wait, in seconds (the server caps it).
     static let listenTimeout = 30
@@ -70,7 +71,9 @@ extension SyncEngine {
         // The server could not be reached: reported once, and a sync follows the outage.
         var outage = false
         while !Task.isCancelled {
-            guard let descriptor, let client = descriptor.client else { return }
+            // The client is not held across the poll or a wait: one the app lets go ends
+            // this loop (its release cancels it) rather than living on for them.
+            guard let descriptor, let policy = descriptor.client?.retryPolicy else { return }
             // The layer was removed (while the poll was out, say): nothing to listen for or
             // sync; listening goes on once it is downloaded again (resumeListening).
             guard descriptor.layerRemovals.load(ordering: .sequentiallyConsistent) == removals else {
@@ -98,7 +101,7 @@ extension SyncEngine {
                 // Never a loop of polls answered at once with nothing new.
                 if !changed && ContinuousClock.now - asked < Self.quickAnswer {
                     quickAnswers += 1
-                    try? await Task.sleep(for: client.retryPolicy.delay(attempt: quickAnswers))
+                    try? await Task.sleep(for: policy.delay(attempt: quickAnswers))
                 } else {
                     quickAnswers = 0
                 }
@@ -109,19 +112,22 @@ extension SyncEngine {
             } catch {
                 if Task.isCancelled { return }
                 let failure = Self.instantError(error, descriptor)
-                if !failure.isRetryable {
-                    client.emit(.didFailSync(descriptor, failure))
+                // The layer is gone (here, or the document on the server): nothing to
+                // listen for. Anything else, even an answer that is not the server's (a
+                // captive portal's page, a load balancer's bare error), is waited out as an
+                // outage: listening is what the app asked for, and nobody else retries it.
+                if failure.code == .invalidDocument {
+                    descriptor.client?.emit(.didFailSync(descriptor, failure))
                     endListening(generation)
                     return
                 }
                 if !outage {
                     // Once per outage, so an app (or `instantctl sync --watch`) can show it.
                     outage = true
-                    client.emit(.didFailSync(descriptor, failure))
+                    descriptor.client?.emit(.didFailSync(descriptor, failure))
                 }
                 failures += 1
-                try? await Task.sleep(
-                    for: client.retryPolicy.delay(attempt: failures, retryAfter: failure.retryAfter))
+                try? await Task.sleep(for: policy.delay(attempt: failures, retryAfter: failure.retryAfter))
                 continue
             }
             // (A removal meanwhile ends the loop at its top, without a sync; so does a JWT
@@ -136,7 +142,7 @@ extension SyncEngine {
                 // The cycle reported it. Wait before listening again: the server is ahead
                 // of this copy, so the next listen would answer at once.
                 failures += 1
-                try? await Task.sleep(for: client.retryPolicy.delay(attempt: failures, retryAfter: error.retryAfter))
+                try? await Task.sleep(for: policy.delay(attempt: failures, retryAfter: error.retryAfter))
             }
         }
     }

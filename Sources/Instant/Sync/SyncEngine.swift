@@ -159,10 +159,15 @@ actor SyncEngine {
         listening = nil
     }
 
-    /// A new JWT was accepted: syncing may start by itself again.
-    func authenticated() {
-        awaitingAuthentication = false
-        retryAttempt = 0
+    /// A new JWT was accepted: syncing may start by itself again. Returns whether it was
+    /// waiting for one.
+    @discardableResult
+    func authenticated() -> Bool {
+        defer {
+            awaitingAuthentication = false
+            retryAttempt = 0
+        }
+        return awaitingAuthentication
     }
 
     /// Starts a cycle, or joins the running one. `askedAfterStop`: a sync the app asked for
