@@ -230,6 +230,23 @@ import Testing
         }
     }
 
+    /// What no wait mends (here the server refusing this client's protocol version) ends
+    /// listening, reported once, rather than a poll every minute for good.
+    @Test func listeningEndsOnARefusalNoWaitMends() async throws {
+        try await withListeningToDoc { h, log, _ in
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/listen", status: "426 Upgrade Required",
+                body: #"{"error": {"code": "oldClient", "message": "update the client"}}"#,
+                contentType: "application/json", times: 100)
+            // A poll parked at the server already is woken; the next one is refused.
+            try await h.createOnServer(["first"])
+            try await log.wait(for: "didFailSync")
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(h.proxy.requestsAnswered == 1, "no poll after the refusal")
+            #expect(await log.names.filter { $0.hasPrefix("didFailSync") }.count == 1)
+        }
+    }
+
     /// A client the app lets go while it listens goes at once: the poll out (30 s) does
     /// not hold it.
     @Test func aListeningClientLetGoIsReleasedAtOnce() async throws {

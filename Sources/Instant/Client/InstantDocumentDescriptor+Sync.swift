@@ -70,7 +70,8 @@ extension InstantDocumentDescriptor {
                 done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
-                if self.isDownloaded { _ = await engine.syncResult(afterStops: stops) }
+                // The layer is what a sync needs (its PDF may be gone, to be fetched again).
+                if self.isLayerStored { _ = await engine.syncResult(afterStops: stops) }
             } catch {
                 done()
                 client.emit(.didFailReauthentication(self, error))

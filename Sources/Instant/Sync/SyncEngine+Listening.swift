@@ -3,8 +3,9 @@ import Foundation
 /// Listening for server changes: a long poll on the layer's revision, for as long as
 /// starts outnumber stops; a change (or a reset) on the server starts a sync. A server
 /// that cannot be reached, or answers what it should not, is reported once (`didFailSync`)
-/// and tried again with the retry policy; the first answer after that starts a sync. Only
-/// a layer gone (`invalidDocument`) or a refused JWT ends listening.
+/// and tried again with the retry policy; the first answer after that starts a sync. What
+/// no wait mends (the layer gone or unreadable, a refused JWT, a version mismatch) ends
+/// listening, reported.
 extension SyncEngine {
     /// The long poll's wait, in seconds (the server caps it).
     static let listenTimeout = 30
@@ -112,11 +113,13 @@ extension SyncEngine {
             } catch {
                 if Task.isCancelled { return }
                 let failure = Self.instantError(error, descriptor)
-                // The layer is gone (here, or the document on the server): nothing to
-                // listen for. Anything else, even an answer that is not the server's (a
-                // captive portal's page, a load balancer's bare error), is waited out as an
-                // outage: listening is what the app asked for, and nobody else retries it.
-                if failure.code == .invalidDocument {
+                // What a wait can mend is an outage: the network, the server busy or
+                // failing, an answer that is not the server's (a captive portal's page).
+                // Listening is what the app asked for, and nobody else retries it. What no
+                // wait mends ends it, reported: the layer gone (here, or the document on the
+                // server), unreadable or of a newer build, a version mismatch, a request
+                // the server refuses.
+                if !failure.isRetryable && failure.code != .invalidServerData {
                     descriptor.client?.emit(.didFailSync(descriptor, failure))
                     endListening(generation)
                     return
