@@ -210,14 +210,20 @@ import Testing
         }
     }
 
-    /// Answers that are not the server's (a captive portal's page, three times) are an
-    /// outage to listening, reported once and waited out, not the end of it: a change on
-    /// the server after them still reaches the listening client.
-    @Test func listeningOutlastsAnswersThatAreNotTheServers() async throws {
+    /// Answers that are not the server's (a captive portal's page, a load balancer's bare
+    /// 404; three times) are an outage to listening, reported once and waited out, not the
+    /// end of it: a change on the server after them still reaches the listening client.
+    @Test(arguments: [
+        ("200 OK", "<html>sign in</html>", "didFailSync(invalidServerData)"),
+        ("404 Not Found", "", "didFailSync(invalidDocument)"),
+    ])
+    func listeningOutlastsAnswersThatAreNotTheServers(status: String, body: String, reported: String)
+        async throws
+    {
         try await withListeningToDoc { h, log, descriptor in
             h.proxy.answerNextRequest(
-                to: "GET /i/v1/documents/doc/listen", status: "200 OK", body: "<html>sign in</html>",
-                contentType: "text/html", times: 3)
+                to: "GET /i/v1/documents/doc/listen", status: status, body: body, contentType: "text/html",
+                times: 3)
             // A poll parked at the server already is woken; the next three are the portal's.
             try await h.createOnServer(["first"])
             for _ in 0..<3000 where h.proxy.requestsAnswered < 3 { try await Task.sleep(for: .milliseconds(10)) }
@@ -226,7 +232,7 @@ import Testing
             let view = descriptor.readOnlyDocument()
             try await log.wait("the change after the outage") { _ in (try? view.annotation(withID: "second")) != nil }
             let failures = await log.names.filter { $0.hasPrefix("didFailSync") }
-            #expect(failures == ["didFailSync(invalidServerData)"], "reported once")
+            #expect(failures == [reported], "reported once")
         }
     }
 

@@ -156,7 +156,7 @@ struct ServerAPI: Sendable {
             : ""
         return .refused(
             ProtocolError(code, "the server answered \(status) without an error body\(hint)"), status: status,
-            retryAfter: retryAfter)
+            retryAfter: retryAfter, bare: true)
     }
 
     static func describe(_ error: any Error) -> String {
@@ -167,8 +167,10 @@ struct ServerAPI: Sendable {
 
 /// Why a request to the server did not give an answer the client can use.
 enum APIFailure: Error, Sendable, Equatable {
-    /// The server answered with an error (docs/PROTOCOL.md, Errors).
-    case refused(ProtocolError, status: Int, retryAfter: Int?)
+    /// The server answered with an error (docs/PROTOCOL.md, Errors); `bare`: without the
+    /// server's error body (from a proxy or a load balancer, perhaps), the code read from
+    /// the status alone.
+    case refused(ProtocolError, status: Int, retryAfter: Int?, bare: Bool = false)
     /// No answer: connection refused, reset or timed out. The request may have been applied.
     case network(String)
     /// An answer the client cannot read.
@@ -177,7 +179,7 @@ enum APIFailure: Error, Sendable, Equatable {
     /// The client's error for it.
     var instantError: InstantError {
         switch self {
-        case .refused(let error, _, let retryAfter):
+        case .refused(let error, _, let retryAfter, _):
             {
                 var mapped = InstantError(error)
                 mapped.retryAfter = retryAfter
@@ -190,19 +192,25 @@ enum APIFailure: Error, Sendable, Equatable {
 
     /// The server does not know the client's epoch or revision: take a snapshot.
     var isResetRequired: Bool {
-        if case .refused(let error, _, _) = self { return error.code == .resetRequired }
+        if case .refused(let error, _, _, _) = self { return error.code == .resetRequired }
         return false
     }
 
     /// The request carried more than the server takes at once.
     var isPayloadLimit: Bool {
-        if case .refused(let error, _, _) = self { return error.code == .payloadLimitExceeded }
+        if case .refused(let error, _, _, _) = self { return error.code == .payloadLimitExceeded }
         return false
     }
 
     /// How long the server asked to wait before trying again.
     var retryAfter: Int? {
-        if case .refused(_, _, let seconds) = self { return seconds }
+        if case .refused(_, _, let seconds, _) = self { return seconds }
         return nil
+    }
+
+    /// A 404 without the server's error body: not the server saying the document is gone.
+    var isBareNotFound: Bool {
+        if case .refused(_, 404, _, true) = self { return true }
+        return false
     }
 }

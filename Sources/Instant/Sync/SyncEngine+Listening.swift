@@ -114,12 +114,15 @@ extension SyncEngine {
                 if Task.isCancelled { return }
                 let failure = Self.instantError(error, descriptor)
                 // What a wait can mend is an outage: the network, the server busy or
-                // failing, an answer that is not the server's (a captive portal's page).
+                // failing, an answer that is not the server's (a captive portal's page, a
+                // load balancer's bare 404).
                 // Listening is what the app asked for, and nobody else retries it. What no
                 // wait mends ends it, reported: the layer gone (here, or the document on the
                 // server), unreadable or of a newer build, a version mismatch, a request
                 // the server refuses.
-                if !failure.isRetryable && failure.code != .invalidServerData {
+                let notTheServers =
+                    failure.code == .invalidServerData || (error as? APIFailure)?.isBareNotFound == true
+                if !failure.isRetryable && !notTheServers {
                     descriptor.client?.emit(.didFailSync(descriptor, failure))
                     endListening(generation)
                     return
