@@ -70,6 +70,17 @@ import Testing
                 let refused = #expect(throws: InstantError.self) { try document.add(.object(members)) }
                 #expect(refused?.code == .invalidJSONStructure && refused?.message.contains("not finite") == true)
             }
+            // An id in the content is the annotation's, or the content is refused.
+            for change in [
+                InstantAnnotationChange.create(id: "a", content: note("x", id: "b")),
+                .create(id: "a", content: note("x", id: "A")),
+            ] {
+                let refused = #expect(throws: InstantError.self) { try document.apply([change]) }
+                #expect(refused?.code == .invalidJSONStructure && refused?.message.contains("\"id\"") == true)
+            }
+            guard case .object(var numbered) = note("numbered") else { return }
+            numbered["id"] = 5
+            #expect(throws: InstantError.self) { try document.add(.object(numbered)) }
             let readOnly = #expect(throws: InstantError.self) { try descriptor.readOnlyDocument().add(note("x")) }
             #expect(readOnly?.code == .savingDisabled)
             let missing = #expect(throws: InstantError.self) { try document.remove("nope") }

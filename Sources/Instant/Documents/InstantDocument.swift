@@ -73,8 +73,8 @@ public final class InstantDocument: Sendable {
 
     // MARK: Changing
 
-    /// Adds an annotation; its `id` is the content's `id` when it has one, else a new
-    /// random one. Unknown keys are kept as they are.
+    /// Adds an annotation; its `id` is the content's `id` (a string) when it has one, else
+    /// a new random one. Unknown keys are kept as they are.
     @discardableResult
     public func add(_ content: JSONValue) throws(InstantError) -> InstantAnnotation {
         let id = content["id"]?.string ?? UUID().uuidString.lowercased()
@@ -131,12 +131,19 @@ public final class InstantDocument: Sendable {
         return InstantError(error)
     }
 
-    /// Instant JSON's check, then the bytes to store.
+    /// Instant JSON's check, then the bytes to store. An `id` in the content must be the
+    /// annotation's: another would reach the server, and every other client, as written.
     static func checked(_ content: JSONValue, _ id: String) throws(InstantError) -> Data {
         do {
             try InstantJSON.validateAnnotation(content)
         } catch {
             throw InstantError(.invalidJSONStructure, "annotation \(id): \(error.message)")
+        }
+        if let inside = content["id"], inside.string?.hasSameBytes(as: id) != true {
+            throw InstantError(
+                .invalidJSONStructure,
+                "annotation \(id): its content's \"id\" is \(String(decoding: inside.jsonData(), as: UTF8.self)), "
+                    + "not the annotation's id: leave it out, or make it the same string")
         }
         return content.jsonData()
     }
