@@ -112,18 +112,19 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// The `user_id` this layer is for: the JWT's, or the one stored with the layer.
     public var userID: String? { mutable.withLock { $0.userID } }
 
-    /// Whether the layer is in the store (its PDF may not be: what a sync or listening
-    /// needs).
-    var isLayerStored: Bool {
-        guard let client, !mutable.withLock({ $0.invalidated }) else { return false }
-        return (try? client.localDescriptor(identifier, layerName)) != nil
+    /// The store's row for this layer: nil when the descriptor is invalid, the layer is not
+    /// stored, or the store cannot be read now.
+    private var storedRow: LocalDescriptor? {
+        guard let client, !mutable.withLock({ $0.invalidated }) else { return nil }
+        return try? client.localDescriptor(identifier, layerName)
     }
 
+    /// Whether the layer is in the store (its PDF may not be: what a sync or listening
+    /// needs).
+    var isLayerStored: Bool { storedRow != nil }
+
     /// Whether the layer and its document's PDF are in the store.
-    public var isDownloaded: Bool {
-        guard let client, !mutable.withLock({ $0.invalidated }) else { return false }
-        return (try? client.localDescriptor(identifier, layerName))?.pdfSHA256 != nil
-    }
+    public var isDownloaded: Bool { storedRow?.pdfSHA256 != nil }
 
     /// The layer's state: `sendingChanges` or `receivingChanges` while a sync cycle runs,
     /// otherwise read from the store.

@@ -115,11 +115,10 @@ extension SyncEngine {
                 let failure = Self.instantError(error, descriptor)
                 // What a wait can mend is an outage: the network, the server busy or
                 // failing, an answer that is not the server's (a captive portal's page, a
-                // load balancer's bare 404).
-                // Listening is what the app asked for, and nobody else retries it. What no
-                // wait mends ends it, reported: the layer gone (here, or the document on the
-                // server), unreadable or of a newer build, a version mismatch, a request
-                // the server refuses.
+                // load balancer's bare 404). Listening is what the app asked for, and nobody
+                // else retries it. What no wait mends ends it, reported: the layer gone
+                // (here, or the document on the server), unreadable or of a newer build, a
+                // version mismatch, a request the server refuses.
                 let notTheServers =
                     failure.code == .invalidServerData || (error as? APIFailure)?.isBareNotFound == true
                 if !failure.isRetryable && !notTheServers {
