@@ -55,6 +55,31 @@ public enum InstantJSON {
             throw ProtocolError(.invalidAnnotation, "\"bbox\" width and height must not be negative")
         }
     }
+
+    /// Checks `content` as ``validateAnnotation(_:)`` does, as the content of the annotation
+    /// `id`: an `"id"` in the content, when it has one, must be that same string (compared
+    /// by its bytes). Another would be stored under one id and read back under the other:
+    /// an app that edits what it read would then be refused.
+    ///
+    /// ```swift
+    /// try InstantJSON.validateAnnotation(change.content, id: change.id)
+    /// ```
+    public static func validateAnnotation(_ content: JSONValue, id: String) throws(ProtocolError) {
+        try validateAnnotation(content)
+        if let inside = content["id"], inside.string.map({ $0.utf8.elementsEqual(id.utf8) }) != true {
+            throw ProtocolError(
+                .invalidAnnotation,
+                "the content's \"id\" is \(brief(inside)), not the annotation's id \(brief(.string(id))): "
+                    + "leave it out, or make it the same string")
+        }
+    }
+
+    /// A value as JSON text for a message, cut after 80 bytes.
+    private static func brief(_ value: JSONValue) -> String {
+        let text = value.jsonData()
+        guard text.count > 80 else { return String(decoding: text, as: UTF8.self) }
+        return String(decoding: text.prefix(80), as: UTF8.self) + "…"
+    }
 }
 
 extension JSONValue {

@@ -60,6 +60,45 @@ import ServerTestSupport
         }
     }
 
+    /// A record is stored and read back under one id: an `"id"` in its content that names
+    /// another is refused, by the sync and by the backend API alike.
+    @Test func aContentIDOtherThanTheAnnotationsIsRefused() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let synced = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-0123456789abcdef", baseRevision: 0,
+                    changes: [
+                        ClientChange(changeId: 1, kind: .create, id: "a", content: annotation("one", id: "b")),
+                        ClientChange(changeId: 2, kind: .create, id: "c", content: annotation("two", id: "c")),
+                        ClientChange(changeId: 3, kind: .create, id: "e", content: annotation("three")),
+                    ]))
+            #expect(synced.results.map(\.reason) == [.invalidAnnotation, nil, nil])
+            #expect(synced.results.first?.message?.contains(#"the content's "id" is "b""#) == true)
+            #expect(synced.changes.map(\.id) == ["c", "e"])
+
+            let note = #""v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,5,5]"#
+            // Beside the content, or in it: one id, or the request is refused.
+            let mismatched = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"id":"x","content":{"id":"y",\#(note)}}"#)
+            #expect(mismatched.status == 400 && mismatched.errorCode == "invalidAnnotation")
+            let numbered = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"content":{"id":7,\#(note)}}"#)
+            #expect(numbered.status == 400 && numbered.errorCode == "invalidAnnotation")
+            let inside = try await server.api(
+                .POST, "/documents/d/annotations", json: #"{"content":{"id":"y",\#(note)}}"#)
+            #expect(
+                inside.status == 201 && String(decoding: inside.body, as: UTF8.self).contains(#""annotation_id":"y""#))
+            let renamed = try await server.api(
+                .PUT, "/documents/d/annotations/y", json: #"{"content":{"id":"z",\#(note)}}"#)
+            #expect(renamed.status == 400 && renamed.errorCode == "invalidAnnotation")
+            let list = try await server.api(.GET, "/documents/d/annotations").json(AnnotationList.self)
+            #expect(list.data.annotations.map(\.id).sorted() == ["c", "e", "y"])
+        }
+    }
+
     @Test func namedLayersStartAsACopyOfTheDefaultLayer() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))

@@ -135,15 +135,9 @@ public final class InstantDocument: Sendable {
     /// annotation's: another would reach the server, and every other client, as written.
     static func checked(_ content: JSONValue, _ id: String) throws(InstantError) -> Data {
         do {
-            try InstantJSON.validateAnnotation(content)
+            try InstantJSON.validateAnnotation(content, id: id)
         } catch {
             throw InstantError(.invalidJSONStructure, "annotation \(id): \(error.message)")
-        }
-        if let inside = content["id"], inside.string?.hasSameBytes(as: id) != true {
-            throw InstantError(
-                .invalidJSONStructure,
-                "annotation \(id): its content's \"id\" is \(String(decoding: inside.jsonData(), as: UTF8.self)), "
-                    + "not the annotation's id: leave it out, or make it the same string")
         }
         return content.jsonData()
     }

@@ -130,13 +130,14 @@ struct AnnotationRoutes {
         // By bytes: two spellings Swift calls equal are two annotations.
         var seen = Set<ExactString>()
         for (index, input) in inputs.enumerated() {
-            let id = input.id ?? UUID().uuidString.lowercased()
+            // Without "id" beside the content, the content's own (as apply_instant_json takes it).
+            let id = input.id ?? input.content["id"]?.string ?? UUID().uuidString.lowercased()
             try checkIdentifier(id, "annotation id")
             guard seen.insert(ExactString(id)).inserted else {
                 throw ProtocolError(.invalidRequest, "annotations[\(index)]: the id \"\(id)\" appears twice")
             }
             do {
-                try InstantJSON.validateAnnotation(input.content)
+                try InstantJSON.validateAnnotation(input.content, id: id)
             } catch {
                 throw ProtocolError(
                     .invalidAnnotation, bulk ? "annotations[\(index)]: \(error.message)" : error.message)
@@ -161,7 +162,7 @@ struct AnnotationRoutes {
         let (document, layer) = try target(request, context)
         let id = try request.identifier("annotation", context: context)
         let input = try await request.decodeJSON(AnnotationInput.self, limit: server.configuration.maxPayloadSize)
-        try InstantJSON.validateAnnotation(input.content)
+        try InstantJSON.validateAnnotation(input.content, id: id)
         try await write(
             [ClientChange(changeId: 0, kind: .update, id: id, content: input.content)], document, layer,
             user: input.userID, atomic: true)

@@ -148,7 +148,7 @@ extension ServerDatabase {
                     continue
                 }
                 do {
-                    try InstantJSON.validateAnnotation(value)
+                    try InstantJSON.validateAnnotation(value, id: change.id)
                 } catch {
                     reject(.invalidAnnotation, error.message)
                     continue
