@@ -143,6 +143,28 @@ import Testing
         #expect(try store.localDescriptors(tenant: theirs).count == 1, "the other server's layer stays")
     }
 
+    /// A sync cycle that moves no state tells no state change: the first sync after a
+    /// restart (no JWT yet) begins and fails authentication, and the layer is as clean as
+    /// it was.
+    @Test func aCycleThatMovesNoStateTellsNoStateChange() async throws {
+        defer {
+            try? FileManager.default.removeItem(at: root)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let (store, ours, _) = try storeWithTwoServers()
+        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
+        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        let client = try InstantClient(serverURL: Self.server, storeRoot: root)
+        let log = await EventLog.recording(client)
+        let descriptor = try #require(try client.localDocumentDescriptors()["d"]?.first)
+        #expect(descriptor.documentState == .clean)
+        let failure = await #expect(throws: InstantError.self) { try await descriptor.sync().result() }
+        #expect(failure?.isAuthenticationFailure == true)
+        try await log.wait(for: "didFailAuthentication")
+        #expect(await log.names == ["didBeginSync", "didFailAuthentication"])
+        #expect(descriptor.documentState == .clean)
+    }
+
     /// A JWT that adds or drops the `user_id` is for another user: the server scopes a
     /// client's verdicts by user, so the layer's unanswered changes would be judged afresh,
     /// as another writer's. Refused for the descriptor, its reauthentication and download.

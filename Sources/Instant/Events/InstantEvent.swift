@@ -21,6 +21,9 @@ public enum InstantEvent: Sendable {
     case didFinishReauthentication(InstantDocumentDescriptor, jwt: String)
     case didFailReauthentication(InstantDocumentDescriptor, InstantError)
     case didBeginSync(InstantDocumentDescriptor)
+    /// A sync cycle moved the descriptor's state: to `sendingChanges` or
+    /// `receivingChanges` as it runs, and to where it settled when it ends (not told when a
+    /// cycle ends where it began, as one refused before it sent anything).
     case didChangeSyncState(InstantDocumentDescriptor, InstantDocumentState)
     case didFailSync(InstantDocumentDescriptor, InstantError)
     case didFinishSync(InstantDocumentDescriptor)

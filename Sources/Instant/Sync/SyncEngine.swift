@@ -217,6 +217,8 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
+        // What the app could read before: a cycle that moved no state tells no change.
+        let stateBefore = descriptor.documentState
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
@@ -281,9 +283,10 @@ actor SyncEngine {
             resetStreak = min(resetStreak, Self.resetsInARow - 1)
         }
         clearCycle()
+        let entered = descriptor.cycleState != nil
         descriptor.setCycleState(nil)
         let settled = descriptor.documentState
-        client.emit(.didChangeSyncState(descriptor, settled))
+        if entered || settled != stateBefore { client.emit(.didChangeSyncState(descriptor, settled)) }
         switch result {
         case .success:
             client.emit(.didFinishSync(descriptor))
