@@ -18,10 +18,7 @@ import Testing
     /// next edit after it sets a timer again.
     @Test func aBurstIsSentByOneTimedSyncAndTheNextEditSetsATimerAgain() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             a.delayForSyncingLocalChanges = 0.3
             for index in 0..<25 { _ = try a.editableDocument.add(note("burst \(index)", id: "b\(index)")) }
             try await log.wait("the timed sync", seconds: 60) { finished($0) == 1 }
@@ -42,10 +39,7 @@ import Testing
     /// edit must not count on the timer the stop is about to cancel.)
     @Test func anEditRightAfterAStopSetsTheTimerAgain() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             a.delayForSyncingLocalChanges = 0.3
             for round in 0..<3 {
                 _ = try a.editableDocument.add(note("before", id: "before\(round)"))
@@ -64,10 +58,7 @@ import Testing
     /// (a bug older than the flag: the engine kept the fired timer's handle).
     @Test func aTimerOutrunByARetryStillLetsLaterEditsSync() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             a.delayForSyncingLocalChanges = 0.4
             _ = try a.editableDocument.add(note("first", id: "first"))
             h.proxy.setRefusing(true)
@@ -89,10 +80,7 @@ import Testing
     /// skip its cycle: an edit made after the retry counted on the timer (found in review).
     @Test func anEditAfterARetryThatRanIsSentByTheTimer() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             a.delayForSyncingLocalChanges = 1.5
             _ = try a.editableDocument.add(note("first", id: "first"))
             h.proxy.setRefusing(true)
@@ -112,10 +100,7 @@ import Testing
     /// once it is turned on; while it is off, nothing is sent by itself.
     @Test func editsMadeWhileItWasOffAreSentOnceItIsOn() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             for index in 0..<5 { _ = try a.editableDocument.add(note("off \(index)", id: "o\(index)")) }
             try await Task.sleep(for: .milliseconds(300))
             #expect(begun(await log.events) == 0)

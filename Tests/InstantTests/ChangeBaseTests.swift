@@ -74,10 +74,7 @@ import Testing
     /// the edit loses (reported with Bob's version as the winner) instead of overwriting it.
     @Test func aChangeLeftForALaterRequestLosesToTheWriterItNeverShowed() async throws {
         try await ClientHarness.with(configure: { $0.maxChangesPerSync = 1 }) { h in
-            try await h.server.upload("doc", samplePDF())
-            let clientA = try h.client()
-            let logA = await EventLog.recording(clientA)
-            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let (_, logA, a) = try await h.downloadedDoc(user: "ana")
             try a.editableDocument.add(note("first", id: "shared"))
             try await a.sync().result()
             let clientB = try h.client(root: h.root.appendingPathComponent("b"))
@@ -106,10 +103,7 @@ import Testing
     /// reset it is made against the snapshot, and goes up (nothing pending is lost).
     @Test func aResetToAnotherHistoryMakesThePendingChangesAgainstTheSnapshot() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc", layer: "notes")
+            let (_, log, descriptor) = try await h.downloadedDoc(layer: "notes")
             try descriptor.editableDocument.add(note("first", id: "a"))
             try await descriptor.sync().result()
             try await h.server.createLayerAgain("notes")

@@ -4,6 +4,7 @@ import InstantProtocol
 import InstantServer
 import InstantStore
 import ServerTestSupport
+import Synchronization
 import Testing
 
 /// A store root of its own, a fault proxy in front of the test server, and clients on it.
@@ -11,6 +12,9 @@ struct ClientHarness: Sendable {
     let server: TestServer
     let proxy: FaultProxy
     let root: URL
+    /// The clients ``downloadedDoc(layer:user:)`` made, kept for the whole test: a test
+    /// that does not name its client still has live descriptors.
+    private let kept = KeptClients()
 
     static func with<T: Sendable>(
         configure: (inout ServerConfiguration) -> Void = { _ in },
@@ -54,6 +58,22 @@ struct ClientHarness: Sendable {
         return descriptor
     }
 
+    /// The usual opening: `samplePDF()` uploaded as "doc", a new client recording its
+    /// events, and a downloaded descriptor of `layer` for `user`, with automatic syncing off.
+    ///
+    /// ```swift
+    /// let (_, log, descriptor) = try await h.downloadedDoc()
+    /// ```
+    func downloadedDoc(layer: String? = nil, user: String = "ana") async throws -> (
+        client: InstantClient, log: EventLog, descriptor: InstantDocumentDescriptor
+    ) {
+        try await server.upload("doc", samplePDF())
+        let client = try client()
+        kept.clients.withLock { $0.append(client) }
+        let log = await EventLog.recording(client)
+        return (client, log, try await downloaded(client, "doc", layer: layer, user: user))
+    }
+
     /// The PDF stored for `document`: it must read back as `pdf`, and the store must
     /// verify clean (deep).
     @discardableResult
@@ -91,6 +111,11 @@ struct ClientHarness: Sendable {
             : "/documents/\(PathEncoding.encode(document))/layers/\(PathEncoding.encode(layer))/annotations"
         return try await server.api(.GET, path).json(AnnotationList.self).data.annotations
     }
+}
+
+/// Clients a harness keeps alive until its test ends.
+private final class KeptClients: Sendable {
+    let clients = Mutex<[InstantClient]>([])
 }
 
 /// Collects a client's events for a test to wait on and inspect.

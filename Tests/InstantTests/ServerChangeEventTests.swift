@@ -9,10 +9,7 @@ import Testing
 @Suite struct ServerChangeEventTests {
     @Test func anotherWritersCreateUpdateAndDeleteArriveWithTheirKinds() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let clientA = try h.client()
-            let logA = await EventLog.recording(clientA)
-            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let (_, logA, a) = try await h.downloadedDoc(user: "ana")
             let clientB = try h.client(root: h.root.appendingPathComponent("b"))
             let logB = await EventLog.recording(clientB)
             let b = try await h.downloaded(clientB, "doc", user: "bob")
@@ -87,10 +84,7 @@ import Testing
     /// engine in either order: balanced, they must leave nothing listening.
     @Test func balancedStartsAndStopsLeaveNothingListening() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
@@ -275,10 +269,7 @@ import Testing
     /// not the records under a local change.
     @Test func aResetReportsWhatTheSnapshotChanged() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc", layer: "notes")
+            let (_, log, descriptor) = try await h.downloadedDoc(layer: "notes")
             try descriptor.editableDocument.add(note("first", id: "a"))
             try descriptor.editableDocument.add(note("kept", id: "k"))
             try await descriptor.sync().result()
@@ -314,10 +305,7 @@ private func withListeningToDoc(
     _ body: @Sendable (ClientHarness, EventLog, InstantDocumentDescriptor) async throws -> Void
 ) async throws {
     try await ClientHarness.with { h in
-        try await h.server.upload("doc", samplePDF())
-        let client = try h.client()
-        let log = await EventLog.recording(client)
-        let descriptor = try await h.downloaded(client, "doc")
+        let (client, log, descriptor) = try await h.downloadedDoc()
         descriptor.startListeningForServerChanges()
         defer {
             descriptor.stopListeningForServerChanges()

@@ -131,10 +131,7 @@ import Testing
     /// as fast as the server answers. Once the server takes the cursor, the change goes up.
     @Test func aServerThatKeepsRefusingTheCursorIsTriedAgainWithBackoff() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             try descriptor.editableDocument.add(note("kept", id: "kept"))
             h.proxy.answerNextRequest(
                 to: Self.sync, status: "409 Conflict",

@@ -288,10 +288,7 @@ import Testing
 
     @Test func aLostResponseIsSentAgainAndAppliedOnce() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             try a.editableDocument.add(note("once", id: "n1"))
             try a.editableDocument.update("n1", content: note("twice"))
             h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync")
@@ -311,10 +308,7 @@ import Testing
 
     @Test func offlineEditsAreKeptAndSyncedWhenTheServerAnswersAgain() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let a = try await h.downloaded(client, "doc")
+            let (_, log, a) = try await h.downloadedDoc()
             h.proxy.setRefusing(true)
             try a.editableDocument.add(note("offline", id: "o1"))
             a.sync()
@@ -407,10 +401,7 @@ import Testing
     /// may have expired meanwhile), not only in a later cycle.
     @Test func aJWTGivenDuringACycleIsUsedByItsNextRound() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             try descriptor.editableDocument.add(note("first", id: "a"))
             let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
             // Made while the first round's request is out: the cycle goes round again.
@@ -430,10 +421,7 @@ import Testing
     /// the next edit.
     @Test func aRefusalOfTheJWTReplacedMeanwhileIsRetriedWithTheNewOne() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             try descriptor.editableDocument.add(note("kept", id: "k"))
             let (running, sync) = try await syncHeldAtTheProxy(h, descriptor)
             _ = try await reauthenticated(descriptor, h, log)
@@ -529,10 +517,7 @@ import Testing
 
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             descriptor.reauthenticate(withJWT: try await h.jwt("doc", expiresIn: -3600))
             try await log.wait("the refused token") {
                 $0.contains {
@@ -550,10 +535,7 @@ import Testing
     /// call to `reauthenticate`.
     @Test func aDownloadAfterAnAuthenticationFailureLetsSyncingGoOn() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             h.proxy.answerNextRequest(
                 to: "POST /i/v1/documents/doc/sync", status: "403 Forbidden",
                 body: #"{"error": {"code": "tokenExpired", "message": "the token expired"}}"#,
@@ -574,10 +556,7 @@ import Testing
     /// told `didFailAuthentication`, may reauthenticate again at once, from its handler.
     @Test func aReauthenticationFromTheHandlerOfTheFollowingSyncsRefusalIsTaken() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (client, log, descriptor) = try await h.downloadedDoc()
             let handler = ReauthenticatingDelegate(token: try await h.jwt("doc"), onFailure: 2)
             client.delegate = handler
             try descriptor.editableDocument.add(note("kept", id: "k"))
@@ -674,10 +653,7 @@ import Testing
 
     @Test func aChangeLargerThanTheServerTakesDoesNotBlockLaterOnes() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             // The test server takes JSON bodies of up to 1 MiB.
             try descriptor.editableDocument.add(note(String(repeating: "x", count: 2 << 20), id: "huge"))
             try descriptor.editableDocument.add(note("small", id: "small"))
@@ -696,10 +672,7 @@ import Testing
     /// to receive): reported, and nothing else happens (it used to trap on `pending[0]`).
     @Test func aPayloadLimitAnswerToASyncWithoutChangesIsAnError() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             h.proxy.answerNextRequest(
                 to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large",
                 body: #"{"error": {"code": "payloadLimitExceeded", "message": "too large"}}"#,
@@ -717,10 +690,7 @@ import Testing
     /// once the way is clear.
     @Test func aProxysBareRefusalKeepsEveryChange() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try await h.downloaded(client, "doc")
+            let (_, log, descriptor) = try await h.downloadedDoc()
             try descriptor.editableDocument.add(note("kept", id: "kept"))
             for _ in 0..<2 {
                 h.proxy.answerNextRequest(to: "POST /i/v1/documents/doc/sync", status: "413 Payload Too Large")
