@@ -80,6 +80,8 @@ public final class LayerDatabase: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.label = "InstantStore.layer"
         configuration.prepareDatabase { db in
+            // The main file is open, its -wal not yet (SQLite opens it on the first read).
+            try Failpoint.check("layer.open.beforeFirstRead", path: key)
             // First: switching a new file to WAL is itself a synced write otherwise.
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             try db.execute(sql: "PRAGMA journal_mode = WAL")

@@ -83,8 +83,10 @@ extension InstantStore {
     /// What a download of one of `tenant`'s documents may name in `If-None-Match` to learn,
     /// in the same request, whether the store already holds its PDF.
     ///
-    /// Only this tenant's own PDFs may be named: another server must never learn which
-    /// PDFs the store holds for others. So the answer is ``PDFReuse/nothingStored`` when
+    /// Only this tenant's own PDFs may be named: another server must never see which PDFs
+    /// the store holds for others. (It can still test for one PDF it knows, by naming that
+    /// PDF's hash in its answer to `*` and seeing whether a download follows: what sharing
+    /// PDFs across servers costs, docs/PROTOCOL.md.) So the answer is ``PDFReuse/nothingStored`` when
     /// the store holds no PDF at all (nothing to reuse: download), ``PDFReuse/ownPDFs(_:)``
     /// when every stored PDF belongs to this tenant alone and there are at most `limit`,
     /// and ``PDFReuse/ask`` otherwise (learn the server's ETag first, with `If-None-Match: *`).

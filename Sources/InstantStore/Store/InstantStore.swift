@@ -141,8 +141,27 @@ public final class InstantStore: Sendable {
             else { return nil }
             return try catalog.layer(id, layer, in: db)
         }
-        guard let row else { throw .noSuchLayer(tenant: tenant.string, document: document, layer: layer) }
-        let database = try openHookedLayer(key: row.key)
+        let gone = StoreError.noSuchLayer(tenant: tenant.string, document: document, layer: layer)
+        guard let row else { throw gone }
+        try Failpoint.check("layer.open.afterRow", path: row.key)
+        let database: LayerDatabase
+        do {
+            database = try openHookedLayer(key: row.key)
+        } catch {
+            // Removed by another process since its row was read (prune, `instantctl rm`):
+            // the files go after the row.
+            if try !isStored(key: row.key) { throw gone }
+            throw error
+        }
+        // A removal that committed since the row was read may have unlinked the files while
+        // they were being opened: such a handle reads a file that is gone, with a -wal of
+        // its own that lacks the removal's mark, and what it writes is lost. A removal
+        // deletes the row before it unlinks, so the row, read again now that the files are
+        // open, tells.
+        guard try isStored(key: row.key) else {
+            database.close()
+            throw gone
+        }
         let metadata = try database.metadata()
         guard metadata.reference == LayerReference(tenant: tenant, document: document, layer: layer) else {
             throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
@@ -155,6 +174,11 @@ public final class InstantStore: Sendable {
         // first local change needs no flush of its own. A failure costs nothing here.
         if (try? syncLayerRecord(key: row.key)) == true { database.markRecordSynced() }
         return database
+    }
+
+    /// Whether the catalog has a row for the layer file `key`.
+    private func isStored(key: String) throws(StoreError) -> Bool {
+        try catalog.read { db in try catalog.hasLayer(key: key, in: db) }
     }
 
     /// Whether the layer is stored (its state in the catalog; the file is checked on open).
