@@ -43,9 +43,13 @@ import Testing
             try first.removeLocalStorage()
             #expect(first.documentState == .unknown)
             mark = h.proxy.bytesFromServer
-            try await first.download(usingJWT: try await h.jwt("doc")).result()
+            let again = try first.download(usingJWT: try await h.jwt("doc"))
+            // Finished, although no PDF byte came to count.
+            let progress = try #require(first.downloadProgress)
+            try await again.result()
             #expect(h.proxy.bytesFromServer - mark < 20_000)
             #expect(first.documentState == .clean)
+            #expect(progress.isFinished && progress.fractionCompleted == 1, "\(progress)")
         }
     }
 

@@ -102,7 +102,7 @@ struct LayerDownload {
             if case .success(let layerFile) = await layerStage.result { layerFile.staged.discard() }
             throw error
         }
-        progress.completedUnitCount = progress.totalUnitCount
+        Self.finish(progress)
         return InstantDownloadReport(
             pdfBytesTransferred: transferred, annotationCount: try await layerStage.value.annotationCount)
     }
@@ -127,7 +127,7 @@ struct LayerDownload {
                 try store.storedLayerNeed(tenant: tenant, document: document, layer: layer)?.key == storedLayerKey
             else { throw Self.refusal(StoreError.layerRemoved(document: document, layer: layer)) }
         }
-        progress.completedUnitCount = progress.totalUnitCount
+        Self.finish(progress)
         return InstantDownloadReport(pdfBytesTransferred: transferred, annotationCount: Int(annotations ?? 0))
     }
 
@@ -153,6 +153,13 @@ struct LayerDownload {
             // The PDF and the layer are committed in one transaction, once the PDF is in.
             return try await ingest(response, layer: layerStage, files: try await files.value)
         }
+    }
+
+    /// Completes `progress`, also when no total was ever known (a PDF the store held
+    /// moved no byte to count; a body without a length): an app watching it sees it end.
+    static func finish(_ progress: Progress) {
+        if progress.totalUnitCount <= 0 { progress.totalUnitCount = 1 }
+        progress.completedUnitCount = progress.totalUnitCount
     }
 
     /// What the app hears when the store refuses the commit because another process
