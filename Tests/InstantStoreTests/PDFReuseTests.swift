@@ -41,6 +41,28 @@ import Testing
         #expect(try scratch.store.pdfReuse(tenant: Scratch.tenant) == .ask)
     }
 
+    /// A document moved to another stored PDF (the server's PDF changed, and the store held
+    /// the new one): its layer files name the new PDF too, so a catalog rebuild, which
+    /// reads them, keeps the document on it rather than take it back to the old one.
+    @Test func anAttachedPDFIsTheOneTheDocumentsLayerFilesName() throws {
+        let scratch = try Scratch()
+        let old = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
+        // The old PDF stays stored: another document uses it.
+        try #require(try scratch.store.attachIntactPDF(old.sha256, tenant: Scratch.tenant, document: "keeper"))
+        let new = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "e", from: scratch.file(samplePDF(seed: 2)))
+        #expect(try scratch.store.attachIntactPDF(new.sha256, tenant: Scratch.tenant, document: "d"))
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try layer.metadata().pdfSHA256 == new.sha256)
+        layer.close()
+        try scratch.destroyCatalog()
+        let (rebuilt, _) = try InstantStore.rebuildCatalog(root: scratch.root)
+        defer { rebuilt.close() }
+        #expect(try rebuilt.pdf(tenant: Scratch.tenant, document: "d")?.sha256 == new.sha256)
+    }
+
     /// A download's attach of a stored PDF, asked after the app removed the document: it
     /// changes nothing, rather than bring the document back as a cache entry.
     @Test func anAttachWithdrawnMeanwhileChangesNothing() throws {

@@ -301,7 +301,7 @@ extension InstantStore {
     }
 
     /// Tells the document's layer files which PDF they belong to (for catalog rebuilds).
-    private func recordPDF(_ hash: BlobHash, inLayers keys: [String]) throws(StoreError) {
+    func recordPDF(_ hash: BlobHash, inLayers keys: [String]) throws(StoreError) {
         for key in keys {
             let layer = try openHookedLayer(key: key)
             defer { layer.close() }

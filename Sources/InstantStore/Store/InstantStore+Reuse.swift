@@ -45,17 +45,25 @@ extension InstantStore {
         unlessWithdrawn withdrawn: (@Sendable () -> Bool)? = nil
     ) throws(StoreError) -> Bool {
         try Identifier.validate(document, what: "document identifier")
-        return try catalog.write { db in
+        let (attached, layerKeys) = try catalog.write { db -> (Bool, [String]) in
             try Self.refuseIfWithdrawn(withdrawn, document: document, layer: storedLayer?.name ?? "")
             try self.refuseIfRemoved(storedLayer, document: document, in: db)
-            guard try BlobRecord.exists(db, key: hash.hex), try !Self.isFlagged(hash.hex, in: db) else { return false }
+            guard try BlobRecord.exists(db, key: hash.hex), try !Self.isFlagged(hash.hex, in: db) else {
+                return (false, [])
+            }
             let row = try self.catalog.documentRow(tenant, document, in: db)
-            if row.blobSha256 == hash.hex { return !row.corrupt }
+            if row.blobSha256 == hash.hex { return (!row.corrupt, []) }
             try self.catalog.adjustReference(from: row.blobSha256, to: hash.hex, in: db)
             try db.execute(
                 sql: "UPDATE document SET blobSha256 = ?, corrupt = 0 WHERE id = ?", arguments: [hash.hex, row.id])
-            return true
+            return (
+                true, try String.fetchAll(db, sql: "SELECT key FROM layer WHERE documentId = ?", arguments: [row.id])
+            )
         }
+        // The document's layers name its PDF in their files too (what a catalog rebuild
+        // reads), as after a commit: they still name the one it had.
+        try? recordPDF(hash, inLayers: layerKeys)
+        return attached
     }
 
     /// A stored layer's file key, and whether the layer is intact while its document's PDF
@@ -84,12 +92,13 @@ extension InstantStore {
     /// in the same request, whether the store already holds its PDF.
     ///
     /// Only this tenant's own PDFs may be named: another server must never see which PDFs
-    /// the store holds for others. (It can still test for one PDF it knows, by naming that
-    /// PDF's hash in its answer to `*` and seeing whether a download follows: what sharing
-    /// PDFs across servers costs, docs/PROTOCOL.md.) So the answer is ``PDFReuse/nothingStored`` when
-    /// the store holds no PDF at all (nothing to reuse: download), ``PDFReuse/ownPDFs(_:)``
+    /// the store holds for others. So the answer is ``PDFReuse/nothingStored`` when the
+    /// store holds no PDF at all (nothing to reuse: download), ``PDFReuse/ownPDFs(_:)``
     /// when every stored PDF belongs to this tenant alone and there are at most `limit`,
     /// and ``PDFReuse/ask`` otherwise (learn the server's ETag first, with `If-None-Match: *`).
+    /// (A server can still test for one PDF it knows, by naming its hash in the answer to
+    /// `*` and seeing whether a download follows: what sharing PDFs across servers costs,
+    /// docs/PROTOCOL.md.)
     public func pdfReuse(tenant: TenantURL, limit: Int = 32) throws(StoreError) -> PDFReuse {
         try catalog.read { db -> PDFReuse in
             // Cached statements: this runs before every download.
