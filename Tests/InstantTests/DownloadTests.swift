@@ -76,6 +76,32 @@ import Testing
         }
     }
 
+    /// A resume answered "not now" (503 from a proxy in front of a server that restarts)
+    /// is asked again, with the retry policy's waits: the transfer still resumes.
+    @Test func aResumeAnsweredNotNowIsAskedAgain() async throws {
+        try await ClientHarness.with { h in
+            let (moved, _) = try await downloadCut(h) {
+                $0.answerNextRequest(
+                    to: "GET /i/v1/documents/doc/pdf", containing: "Range: ", status: "503 Service Unavailable",
+                    times: 2)
+            }
+            #expect(h.proxy.requestsAnswered == 2)
+            #expect(moved < 1_000_000 + Self.pdfSize - 100_000, "resumed, not restarted")
+        }
+    }
+
+    /// A proxy that drops `Range` makes the server answer the resume with the whole PDF
+    /// (200, the same ETag): taken from its first byte, rather than failing the download.
+    @Test func aResumeAnsweredWithTheWholePDFTakesIt() async throws {
+        try await ClientHarness.with { h in
+            let (moved, stored) = try await downloadCut(h) { $0.dropRangeOfNextRequest() }
+            #expect(moved >= 1_000_000 + Self.pdfSize, "the cut part, then the whole PDF again")
+            #expect(stored.size == Int64(Self.pdfSize))
+            let resumes = h.proxy.requestHeads.filter { $0.contains("Range: ") }
+            #expect(resumes.count == 1, "\(resumes)")
+        }
+    }
+
     /// Downloads `pdf` (by default incompressible, of ``pdfSize``) with its transfer cut
     /// by the proxy after `cut` bytes (`faults` sets more), and returns the bytes that
     /// came from the server and the stored PDF (checked whole, and the store verified).

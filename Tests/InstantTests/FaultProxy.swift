@@ -19,7 +19,7 @@ final class FaultProxy: @unchecked Sendable {
     private var refusing = false
     private var loseNext: String?
     /// The next request starting with `.prefix` is not forwarded: `.response` answers it.
-    private var answerNext: (prefix: String, response: String, times: Int)?
+    private var answerNext: (prefix: String, containing: String?, response: String, times: Int)?
     private var answered = 0
     private var cutNextAfter: Int?
     /// Connections to close at once after the next cut (a server restarting).
@@ -32,6 +32,8 @@ final class FaultProxy: @unchecked Sendable {
     private var heldCount = 0
     private var heads: [String] = []
     private var lostResponses = 0
+    /// The next request with a `Range` header goes on without it (a proxy that drops it).
+    private var dropRangeNext = false
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -75,14 +77,16 @@ final class FaultProxy: @unchecked Sendable {
     func loseNextResponse(to prefix: String) { lock.withLock { loseNext = prefix } }
 
     /// Answers the next request (the next `times` requests) whose head starts with `prefix`
-    /// with `status` and `body` (and closes the connection), without forwarding it: a proxy
-    /// in the way that refuses, or a server that answers nonsense. `times: 0` stops.
+    /// (and holds `containing`, a header say, when given) with `status` and `body` (and
+    /// closes the connection), without forwarding it: a proxy in the way that refuses, or a
+    /// server that answers nonsense. `times: 0` stops.
     func answerNextRequest(
-        to prefix: String, status: String, body: String = "", contentType: String? = nil, times: Int = 1
+        to prefix: String, containing: String? = nil, status: String, body: String = "",
+        contentType: String? = nil, times: Int = 1
     ) {
         var head = "HTTP/1.1 \(status)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
-        lock.withLock { answerNext = times > 0 ? (prefix, head + "\r\n" + body, times) : nil }
+        lock.withLock { answerNext = times > 0 ? (prefix, containing, head + "\r\n" + body, times) : nil }
     }
 
     /// The next request whose head starts with `prefix` waits in the proxy, before it
@@ -104,6 +108,10 @@ final class FaultProxy: @unchecked Sendable {
 
     /// How many requests the proxy answered itself (``answerNextRequest(to:status:body:contentType:times:)``).
     var requestsAnswered: Int { lock.withLock { answered } }
+
+    /// The next request with a `Range` header reaches the server without it, as through a
+    /// proxy that drops the header: the server answers 200 with the whole PDF.
+    func dropRangeOfNextRequest() { lock.withLock { dropRangeNext = true } }
 
     /// The first connection whose response stream reaches `bytes` bytes is cut there.
     func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
@@ -183,7 +191,7 @@ final class FaultProxy: @unchecked Sendable {
     private func pumpUp(_ client: Int32, _ upstream: Int32, _ connection: Connection) {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = read(client, &buffer, buffer.count)
+            var count = read(client, &buffer, buffer.count)
             if count <= 0 { break }
             // HTTP/1.1 keeps connections open: any read may start the next request.
             do {
@@ -200,8 +208,11 @@ final class FaultProxy: @unchecked Sendable {
                         loseNext = nil
                         connection.lock.withLock { connection.loseResponse = true }
                     }
-                    guard let answer = answerNext, head.hasPrefix(answer.prefix) else { return nil }
-                    answerNext = answer.times > 1 ? (answer.prefix, answer.response, answer.times - 1) : nil
+                    guard let answer = answerNext, head.hasPrefix(answer.prefix),
+                        answer.containing.map(head.contains) ?? true
+                    else { return nil }
+                    answerNext =
+                        answer.times > 1 ? (answer.prefix, answer.containing, answer.response, answer.times - 1) : nil
                     answered += 1
                     return answer.response
                 }
@@ -211,6 +222,11 @@ final class FaultProxy: @unchecked Sendable {
                     shutdown(client, Int32(SHUT_WR))
                     break
                 }
+            }
+            if lock.withLock({ dropRangeNext }), let dropped = Self.droppingRange(buffer[0..<count]) {
+                lock.withLock { dropRangeNext = false }
+                buffer.replaceSubrange(0..<count, with: dropped)
+                count = dropped.count
             }
             if !writeAll(upstream, buffer, count) { break }
         }
@@ -257,6 +273,19 @@ final class FaultProxy: @unchecked Sendable {
         shutdown(client, Int32(SHUT_RDWR))
         shutdown(upstream, Int32(SHUT_RDWR))
         connection.pumpEnded(client, upstream)
+    }
+
+    /// The request without its `Range` header line, or nil when it has none.
+    private static func droppingRange(_ request: ArraySlice<UInt8>) -> [UInt8]? {
+        let bytes = Array(request)
+        let marker = Array("\r\nRange: ".utf8)
+        guard bytes.count > marker.count + 2,
+            let start = (0...(bytes.count - marker.count)).first(where: {
+                bytes[$0..<$0 + marker.count].elementsEqual(marker)
+            }),
+            let end = (start + 2..<bytes.count - 1).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 })
+        else { return nil }
+        return Array(bytes[..<start] + bytes[end...])
     }
 
     private func writeAll(_ socket: Int32, _ buffer: [UInt8], _ count: Int) -> Bool {

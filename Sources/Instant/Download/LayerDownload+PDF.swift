@@ -149,6 +149,11 @@ extension LayerDownload {
                     // hash still checks them.
                     if let length, taken >= length { break }
                     let resumed = try await resume(at: taken, hash: hash, afterBreak: resumes)
+                    if resumed.status == .ok {
+                        // `Range` ignored: the whole PDF again, from its first byte.
+                        ingest.discard()
+                        return received + (try await self.ingest(resumed, layer: layer, resumes: resumes))
+                    }
                     if length == nil { length = Self.total(resumed) }
                     body = resumed.body.makeAsyncIterator()
                     continue
@@ -245,28 +250,40 @@ extension LayerDownload {
         }
     }
 
-    /// Runs `request`, again while the server does not answer (restarting, say), with the
-    /// retry policy's waits, up to ``maxReconnects`` times. (Offline from the start, the
-    /// download still fails at once: the PDF's first request is not made through this, and
-    /// its failure cancels the rest.)
+    /// Runs `request`, again while the server does not answer, or answers that it cannot
+    /// for now (a 5xx or 503: restarting, say, or a proxy in front of it), with the retry
+    /// policy's waits, up to ``maxReconnects`` times. (Offline from the start, the download
+    /// still fails at once: the PDF's first request is not made through this, and its
+    /// failure cancels the rest.)
     func reconnecting<T>(_ request: () async throws(APIFailure) -> T) async throws -> T {
         var attempts = 0
         while true {
             switch await SyncRound.attempt(request) {
             case .success(let value):
                 return value
-            case .failure(.network) where attempts < maxReconnects:
+            case .failure(let failure) where attempts < maxReconnects && Self.isForNow(failure):
                 attempts += 1
-                try await Task.sleep(for: retryPolicy.delay(attempt: attempts))
+                try await Task.sleep(for: retryPolicy.delay(attempt: attempts, retryAfter: failure.retryAfter))
             case .failure(let failure):
                 throw failure
             }
         }
     }
 
-    /// Asks again for the PDF's bytes from `offset` on, after a break.
+    /// A failure that waiting may mend: no answer, or the server's (or a proxy's) "not now".
+    private static func isForNow(_ failure: APIFailure) -> Bool {
+        switch failure {
+        case .network: true
+        case .refused: failure.instantError.isRetryable
+        case .invalidResponse: false
+        }
+    }
+
+    /// Asks again for the PDF's bytes from `offset` on, after a break: a 206 with them, or a
+    /// 200 with the whole PDF when the server (or a proxy in front of it) ignored `Range`.
     func resume(at offset: Int64, hash: BlobHash, afterBreak breaks: Int) async throws -> HTTPClientResponse {
         let response = try await requestPDF(from: offset, zstd: false, afterBreak: breaks)
+        if response.status == .ok, Self.etag(response) == hash { return response }
         guard response.status == .partialContent, Self.etag(response) == hash,
             let range = response.headers.first(name: "Content-Range"), range.hasPrefix("bytes \(offset)-")
         else {
