@@ -149,31 +149,39 @@ public final class InstantStore: Sendable {
             database = try openHookedLayer(key: row.key)
         } catch {
             // Removed by another process since its row was read (prune, `instantctl rm`):
-            // the files go after the row.
-            if try !isStored(key: row.key) { throw gone }
+            // the files go after the row. (When the catalog cannot tell, the open's error.)
+            if (try? isStored(key: row.key)) == false { throw gone }
             throw error
         }
-        // A removal that committed since the row was read may have unlinked the files while
-        // they were being opened: such a handle reads a file that is gone, with a -wal of
-        // its own that lacks the removal's mark, and what it writes is lost. A removal
-        // deletes the row before it unlinks, so the row, read again now that the files are
-        // open, tells.
-        guard try isStored(key: row.key) else {
+        do {
+            try check(database, row: row, LayerReference(tenant: tenant, document: document, layer: layer))
+        } catch {
             database.close()
-            throw gone
-        }
-        let metadata = try database.metadata()
-        guard metadata.reference == LayerReference(tenant: tenant, document: document, layer: layer) else {
-            throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
-        }
-        if try database.isMarkedRemoved(), try !resolveStaleMark(database) {
-            throw .layerRemoved(document: document, layer: layer)
+            throw error
         }
         // The last use, for prune's least-recently-used order, written synced: that also
         // makes the layer's row durable (a download commits it unsynced), so the handle's
         // first local change needs no flush of its own. A failure costs nothing here.
         if (try? syncLayerRecord(key: row.key)) == true { database.markRecordSynced() }
         return database
+    }
+
+    /// What `openLayer` checks of a handle it opened for `row`: still the catalog's, the
+    /// layer it names, and not removed.
+    private func check(_ database: LayerDatabase, row: LayerRecord, _ reference: LayerReference) throws(StoreError) {
+        // A removal that committed since the row was read may have unlinked the files while
+        // they were being opened: such a handle reads a file that is gone, with a -wal of
+        // its own that lacks the removal's mark. A removal deletes the row before it
+        // unlinks, so the row, read again now that the files are open, tells.
+        guard try isStored(key: row.key) else {
+            throw .noSuchLayer(tenant: reference.tenant.string, document: reference.document, layer: reference.layer)
+        }
+        guard try database.metadata().reference == reference else {
+            throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
+        }
+        if try database.isMarkedRemoved(), try !resolveStaleMark(database) {
+            throw .layerRemoved(document: reference.document, layer: reference.layer)
+        }
     }
 
     /// Whether the catalog has a row for the layer file `key`.
