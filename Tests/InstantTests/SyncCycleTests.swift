@@ -475,6 +475,35 @@ import Testing
     /// (the request in flight is cancelled), and the sync runs a cycle of its own that sends
     /// the changes, rather than joining the cancelled one or being cancelled by a stop whose
     /// task happened to run after it.
+    /// A cycle that ends in another state than the one the app last heard tells it, also
+    /// when it never got to send: told `clean`, then an edit, then a cycle stopped while it
+    /// waits for another process's sync of the layer ends `dirty`, and says so.
+    @Test func aCycleStoppedBeforeItSentTellsAStateTheAppHasNotHeard() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.downloadedDoc()
+            try descriptor.editableDocument.add(note("first"))
+            try await descriptor.sync().result()
+            #expect(await log.names.suffix(2) == ["state(clean)", "didFinishSync"])
+            // Another process syncs the layer: it holds the layer's sync lock.
+            let other = try InstantStore(root: h.root)
+            defer { other.close() }
+            let layer = try other.openLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            defer { layer.close() }
+            let lock = try #require(try other.trySyncLock(layer))
+            defer { lock.release() }
+            try descriptor.editableDocument.add(note("second"))
+            await log.clear()
+            let cycle = descriptor.sync()
+            try await log.wait(for: "didBeginSync")
+            descriptor.stopSyncing(true)
+            await #expect(throws: InstantError.self) { try await cycle.result() }
+            try await log.wait(for: "didFailSync")
+            let names = await log.names
+            #expect(names.contains("state(dirty)"), "\(names)")
+            #expect(descriptor.documentState == .dirty)
+        }
+    }
+
     @Test func aSyncAskedRightAfterACancellingStopRunsAfterIt() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

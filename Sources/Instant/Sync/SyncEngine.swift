@@ -54,6 +54,9 @@ actor SyncEngine {
     /// Rounds in a row whose cursor the server refused (`resetRequired`): past
     /// ``resetsInARow``, the next refusal fails the cycle, to be retried with backoff.
     private var resetStreak = 0
+    /// The state the last `didChangeSyncState` told (nil before the first): a cycle tells
+    /// where it settles only when the app last heard another.
+    private var lastToldState: InstantDocumentState?
     static let resetsInARow = 3
     var listening: Task<Void, Never>?
     var listenGeneration = 0
@@ -217,8 +220,8 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
-        // What the app could read before: a cycle that moved no state tells no change.
-        let stateBefore = descriptor.documentState
+        // What the app knows, when it was never told: what it could read before the cycle.
+        let stateBefore = lastToldState == nil ? descriptor.documentState : nil
         var result: Result<Void, InstantError> = .success(())
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
@@ -283,10 +286,15 @@ actor SyncEngine {
             resetStreak = min(resetStreak, Self.resetsInARow - 1)
         }
         clearCycle()
-        let entered = descriptor.cycleState != nil
         descriptor.setCycleState(nil)
         let settled = descriptor.documentState
-        if entered || settled != stateBefore { client.emit(.didChangeSyncState(descriptor, settled)) }
+        // A cycle that ends where the app last heard it tells nothing (one refused before
+        // it sent anything, say); one that moved, or that ends elsewhere (a local change
+        // made since), tells where it settled.
+        if settled != (lastToldState ?? stateBefore) {
+            lastToldState = settled
+            client.emit(.didChangeSyncState(descriptor, settled))
+        }
         switch result {
         case .success:
             client.emit(.didFinishSync(descriptor))
@@ -343,6 +351,7 @@ actor SyncEngine {
     private func enter(_ state: InstantDocumentState) {
         guard let descriptor, let client = descriptor.client, descriptor.cycleState != state else { return }
         descriptor.setCycleState(state)
+        lastToldState = state
         client.emit(.didChangeSyncState(descriptor, state))
     }
 
