@@ -90,6 +90,28 @@ import Testing
         }
     }
 
+    /// A resume answered "not now, come back in an hour" fails the download at once: an
+    /// app waits for it, and a wait longer than the retry policy's longest is not made.
+    @Test(.timeLimit(.minutes(1))) func aResumeAskedToWaitLongerThanThePolicyAllowsFails() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", incompressiblePDF(Self.pdfSize))
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            h.proxy.cutNextResponse(after: 1_000_000)
+            h.proxy.answerNextRequest(
+                to: "GET /i/v1/documents/doc/pdf", containing: "Range: ", status: "503 Service Unavailable",
+                headers: ["Retry-After: 3600"])
+            let started = Date()
+            let failure = await #expect(throws: InstantError.self) {
+                try await descriptor.download(usingJWT: token).result()
+            }
+            #expect(failure?.code == .requestFailed, "\(String(describing: failure))")
+            #expect(Date().timeIntervalSince(started) < 10)
+            #expect(h.proxy.requestsAnswered == 1 && !descriptor.isDownloaded)
+        }
+    }
+
     /// A proxy that drops `Range` makes the server answer the resume with the whole PDF
     /// (200, the same ETag): taken from its first byte, rather than failing the download.
     @Test func aResumeAnsweredWithTheWholePDFTakesIt() async throws {

@@ -82,10 +82,11 @@ final class FaultProxy: @unchecked Sendable {
     /// server that answers nonsense. `times: 0` stops.
     func answerNextRequest(
         to prefix: String, containing: String? = nil, status: String, body: String = "",
-        contentType: String? = nil, times: Int = 1
+        contentType: String? = nil, headers: [String] = [], times: Int = 1
     ) {
         var head = "HTTP/1.1 \(status)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
+        for header in headers { head += header + "\r\n" }
         lock.withLock { answerNext = times > 0 ? (prefix, containing, head + "\r\n" + body, times) : nil }
     }
 

@@ -251,17 +251,19 @@ extension LayerDownload {
     }
 
     /// Runs `request`, again while the server does not answer, or answers that it cannot
-    /// for now (a 5xx or 503: restarting, say, or a proxy in front of it), with the retry
-    /// policy's waits, up to ``maxReconnects`` times. (Offline from the start, the download
-    /// still fails at once: the PDF's first request is not made through this, and its
-    /// failure cancels the rest.)
+    /// for now (503, 502 or 504: restarting, say, or a proxy in front of it; 429, 408), with
+    /// the retry policy's waits, up to ``maxReconnects`` times. An app waits for a
+    /// download: a `Retry-After` longer than the policy's longest wait fails it at once
+    /// rather than stall it, and a 500 (a fault, not a pause) is not asked again. (Offline
+    /// from the start, the download still fails at once: the PDF's first request is not
+    /// made through this, and its failure cancels the rest.)
     func reconnecting<T>(_ request: () async throws(APIFailure) -> T) async throws -> T {
         var attempts = 0
         while true {
             switch await SyncRound.attempt(request) {
             case .success(let value):
                 return value
-            case .failure(let failure) where attempts < maxReconnects && Self.isForNow(failure):
+            case .failure(let failure) where attempts < maxReconnects && isForNow(failure):
                 attempts += 1
                 try await Task.sleep(for: retryPolicy.delay(attempt: attempts, retryAfter: failure.retryAfter))
             case .failure(let failure):
@@ -270,12 +272,15 @@ extension LayerDownload {
         }
     }
 
-    /// A failure that waiting may mend: no answer, or the server's (or a proxy's) "not now".
-    private static func isForNow(_ failure: APIFailure) -> Bool {
+    /// A failure that a short wait may mend: no answer, or a "not now" from the server or a
+    /// proxy that asks for no longer a wait than the retry policy's longest.
+    private func isForNow(_ failure: APIFailure) -> Bool {
         switch failure {
-        case .network: true
-        case .refused: failure.instantError.isRetryable
-        case .invalidResponse: false
+        case .network: return true
+        case .refused(let error, let status, let retryAfter, _):
+            guard error.code == .serverBusy || [502, 503, 504].contains(status) else { return false }
+            return Duration.seconds(retryAfter ?? 0) <= retryPolicy.maximumDelay
+        case .invalidResponse: return false
         }
     }
 
