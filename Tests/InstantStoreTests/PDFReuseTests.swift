@@ -48,6 +48,11 @@ import Testing
         let scratch = try Scratch()
         let old = try scratch.store.ingestPDF(
             tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 1)))
+        // A layer that cannot be written (damaged) does not keep the others from being told.
+        let damaged = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "damaged")
+        damaged.close()
+        try Data(repeating: 0x55, count: 8192).write(
+            to: URL(fileURLWithPath: scratch.store.layout.layerPath(key: damaged.key)))
         try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
         // The old PDF stays stored: another document uses it.
         try #require(try scratch.store.attachIntactPDF(old.sha256, tenant: Scratch.tenant, document: "keeper"))
@@ -57,6 +62,7 @@ import Testing
         let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(try layer.metadata().pdfSHA256 == new.sha256)
         layer.close()
+        try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "damaged")
         try scratch.destroyCatalog()
         let (rebuilt, _) = try InstantStore.rebuildCatalog(root: scratch.root)
         defer { rebuilt.close() }

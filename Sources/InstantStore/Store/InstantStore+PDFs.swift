@@ -228,7 +228,7 @@ extension InstantStore {
         try Failpoint.check("blob.afterCommit")
         if layer != nil { try Failpoint.check("layer.afterCommit") }
         // The layer committed with the PDF names it already; the document's others may not.
-        try? recordPDF(hash, inLayers: layerKeys)
+        recordPDF(hash, inLayers: layerKeys)
         return StoredPDF(sha256: hash, size: staged.size, storedSize: staged.storedSize, deduplicated: deduplicated)
     }
 
@@ -300,12 +300,15 @@ extension InstantStore {
         }
     }
 
-    /// Tells the document's layer files which PDF they belong to (for catalog rebuilds).
-    func recordPDF(_ hash: BlobHash, inLayers keys: [String]) throws(StoreError) {
+    /// Tells the document's layer files which PDF they belong to (for catalog rebuilds),
+    /// after the commit that made it theirs: each layer on its own, so one that cannot be
+    /// written (removed meanwhile, damaged, busy) leaves the others told. What is not told
+    /// costs only a rebuild's choice of PDF for that layer's document.
+    func recordPDF(_ hash: BlobHash, inLayers keys: [String]) {
         for key in keys {
-            let layer = try openHookedLayer(key: key)
+            guard let layer = try? openHookedLayer(key: key) else { continue }
             defer { layer.close() }
-            if try layer.metadata().pdfSHA256 != hash { try layer.setPDF(hash) }
+            if (try? layer.metadata().pdfSHA256) != hash { try? layer.setPDF(hash) }
         }
     }
 

@@ -62,7 +62,7 @@ extension InstantStore {
         }
         // The document's layers name its PDF in their files too (what a catalog rebuild
         // reads), as after a commit: they still name the one it had.
-        try? recordPDF(hash, inLayers: layerKeys)
+        recordPDF(hash, inLayers: layerKeys)
         return attached
     }
 
