@@ -7,7 +7,8 @@
 // descriptor for the JWT, the download (with progress), an annotation added offline, a
 // sync, a second client (its own store) listening and seeing a change of the first, and a
 // re-download after removeLocalStorage() that moves no PDF byte. Each store is a
-// temporary directory, removed at the end.
+// temporary directory, removed at the end (a step that throws leaves them, named
+// client-tour-*, in the temporary directory).
 import AsyncHTTPClient
 import Foundation
 import Instant
@@ -99,6 +100,8 @@ if case .string(let text) = try view.annotation(withID: added.id)?.content["text
     print("  the listener reads: \"\(text)\"")
 } else {
     print("  the listener did not see the edit within 10 s")
+    try? FileManager.default.removeItem(at: rootA)
+    try? FileManager.default.removeItem(at: rootB)
     exit(1)
 }
 listener.stopListeningForServerChanges()

@@ -22,12 +22,15 @@ struct Instantctl: AsyncParsableCommand {
               3  refused: local changes not yet synced would be lost (see rm --force, --export), \
             or the store is a server's data directory (its PDFs are originals: nothing is removed)
               4  the store is busy (locked by another process) or cannot be read
-              5  the server could not be reached, or kept failing, after the client's retries: \
-            check --server and the network, then run the command again
+              5  the server could not be reached, or failed: an attempt that fails ends the \
+            command, and --timeout cancels one that hangs. Check --server and the network, then \
+            run the command again
               6  the server refused the JWT (expired, another document, no permission), or the \
-            layer belongs to another user: get a new JWT, or rm the local layer
-              7  the server has no such document (it may have been deleted): rm removes the \
-            local copy
+            layer belongs to another user: get a new JWT, or rm the local layer (a JWT that \
+            cannot be read at all is a usage error, 2)
+              7  the document is gone: the server has no such document (it may have been \
+            deleted: rm removes the local copy), or its layer was removed from this store \
+            meanwhile (download it again)
             """,
         version: "0.5.0",
         subcommands: [

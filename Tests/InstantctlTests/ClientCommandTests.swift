@@ -184,7 +184,7 @@ import Testing
                 let missing = try await server.token(document: "gone")
                 let gone = try await instantctl(["download", "--server", server.base, "--jwt", missing], root: root)
                 #expect(gone.status == 7, "\(gone.error)")
-                #expect(gone.error.contains("no such document"))
+                #expect(gone.error.contains("the document is gone") && gone.error.contains("no document"))
 
                 let garbage = try await instantctl(["download", "--server", server.base, "--jwt", "abc"], root: root)
                 #expect(garbage.status == 2 && garbage.error.contains("not a usable JWT"))

@@ -12,7 +12,7 @@ struct ClientOptions: ParsableArguments {
         completion: StoreCompletions.tenants)
     var server: String?
 
-    @Option(help: ArgumentHelp("The JWT (else $INSTANT_JWT, else --jwt-file).", valueName: "jwt"))
+    @Option(help: ArgumentHelp("The JWT (else --jwt-file, else $INSTANT_JWT).", valueName: "jwt"))
     var jwt: String?
 
     @Option(help: ArgumentHelp("Read the JWT from this file, or from standard input with -.", valueName: "path"))
@@ -20,7 +20,7 @@ struct ClientOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Give up when the server has not answered after this many seconds of retries (exit status 5).",
+            "Cancel an attempt the server has not answered within this many seconds (exit status 5); one that fails ends the command at once.",
             valueName: "seconds"))
     var timeout: Int = 120
 
@@ -28,8 +28,8 @@ struct ClientOptions: ParsableArguments {
         guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second") }
     }
 
-    /// Waits for `operation`, cancelling it after --timeout: a server that cannot be
-    /// reached is retried until then, and the command then ends with exit status 5.
+    /// Waits for `operation`, cancelling it after --timeout (the command then ends with exit
+    /// status 5); an operation that fails sooner ends it with its own error.
     func wait(for operation: InstantOperation) async throws {
         let start = ContinuousClock.now
         let limit = Duration.seconds(timeout)
@@ -51,8 +51,8 @@ struct ClientOptions: ParsableArguments {
 
     /// What the client commands' help says of the JWT.
     static let jwtHelp = """
-        The JWT comes from --jwt, else $INSTANT_JWT, else --jwt-file (- reads standard \
-        input); it is never written to disk or shown. --jwt is visible to other users of the \
+        The JWT comes from --jwt, else --jwt-file (- reads standard input), else \
+        $INSTANT_JWT; it is never written to disk or shown. --jwt is visible to other users of the \
         machine (in ps): prefer the others on a shared machine.
         """
 
@@ -80,7 +80,7 @@ struct ClientOptions: ParsableArguments {
             claims: claims, server: server, client: client, descriptor: try client.documentDescriptor(forJWT: token))
     }
 
-    /// The JWT from --jwt, $INSTANT_JWT or --jwt-file, in that order of precedence.
+    /// The JWT from --jwt, --jwt-file or $INSTANT_JWT, in that order of precedence.
     func token() throws -> String {
         if let jwt { return jwt }
         if let jwtFile {
@@ -165,7 +165,7 @@ extension ExitStatus {
         case .invalidDocument:
             return CommandError(
                 message:
-                    "the server has no such document (\(message)); it may have been deleted: instantctl rm removes the local copy",
+                    "the document is gone (\(message)): if the server deleted it, instantctl rm removes the local copy; if its layer was removed here, download it again",
                 status: documentGone)
         case .invalidJWT:
             return CommandError(message: "not a usable JWT: \(message)", status: usage)
