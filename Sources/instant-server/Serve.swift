@@ -12,6 +12,10 @@ struct Serve: AsyncParsableCommand {
             Without --dev, API_AUTH_TOKEN and JWT_PUBLIC_KEY must be set. With --dev, a key
             pair and an API token are made in the data directory's dev/ folder (and reused),
             and printed with a ready client token.
+
+            Exits 0 after SIGINT or SIGTERM, 78 (EX_CONFIG) when the configuration from the
+            environment is missing or invalid (the message says which setting), 1 on any
+            other failure to start.
             """)
 
     @Flag(help: "Generate (or reuse) a development key pair and API token, and print them.")
