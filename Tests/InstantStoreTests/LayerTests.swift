@@ -218,7 +218,7 @@ import Testing
             outside.allSatisfy {
                 [
                     "blobs", "catalog.sqlite", "catalog.sqlite-shm", "catalog.sqlite-wal", "layers", "quarantine",
-                    "store.lock", "tmp",
+                    "reserve", "store.lock", "tmp",
                 ]
                 .contains($0) || $0.hasPrefix("input-")
             })

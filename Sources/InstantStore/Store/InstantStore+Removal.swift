@@ -141,6 +141,8 @@ extension InstantStore {
             problems.append("\(error)")
         }
         if !problems.isEmpty { report.filesLeft = problems.joined(separator: "; ") }
+        // The reserve a handle freeing space gave back, taken again if there is room now.
+        if !isOrigin { SpaceReserve.ensure(layout) }
         return report
     }
 

@@ -37,7 +37,11 @@ public final class InstantStore: Sendable {
     ///   so, nothing can then remove a PDF from it but a handle opened the same way, and
     ///   every ingest is synced before it returns. Opening a server's store as a cache (as
     ///   `instantctl` does) reads it, but refuses every removal.
-    public init(root: URL, role: StoreRole = .cache) throws(StoreError) {
+    /// - Parameter freeingSpace: the handle is for freeing space (a prune, a removal): on a
+    ///   disk too full to open the catalog, it gives back the store's reserve
+    ///   (``SpaceReserve``) and opens it then. Otherwise a full disk is
+    ///   ``StoreError/diskFull(path:)``.
+    public init(root: URL, role: StoreRole = .cache, freeingSpace: Bool = false) throws(StoreError) {
         layout = StoreLayout(root: root)
         spareLayerLocks = SpareLayerLocks(layout)
         try layout.createDirectories()
@@ -64,10 +68,24 @@ public final class InstantStore: Sendable {
                 try layout.downgradeLock(lock)
             }
         }
-        catalog = try Catalog(path: layout.catalogPath)
+        catalog = try Self.openCatalog(layout, freeingSpace: freeingSpace)
         if role == .origin && !catalog.isOrigin { try catalog.markOrigin() }
         openedAs = role
         isOrigin = role == .origin || catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
+        if !isOrigin { SpaceReserve.ensure(layout) }
+    }
+
+    /// The catalog, opened on a full disk too when `freeingSpace` (with the reserve's room).
+    /// SQLite tells a full disk in several ways as it opens (a shared-memory file it cannot
+    /// grow is a disk I/O error): a failure on a full file system is told as one.
+    private static func openCatalog(_ layout: StoreLayout, freeingSpace: Bool) throws(StoreError) -> Catalog {
+        do {
+            return try Catalog(path: layout.catalogPath)
+        } catch {
+            guard SpaceReserve.isFull(layout) else { throw error }
+            guard freeingSpace, SpaceReserve.release(layout) else { throw .diskFull(path: layout.catalogPath) }
+            return try Catalog(path: layout.catalogPath)
+        }
     }
 
     /// Whether this is a server's store: recorded both in the catalog's header and in a

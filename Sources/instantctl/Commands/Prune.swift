@@ -29,7 +29,7 @@ struct Prune: ParsableCommand {
     var tenant: TenantURL?
 
     func run() throws {
-        let store = try options.openStore()
+        let store = try options.openStore(freeingSpace: true)
         let report = try store.prune(
             PruneOptions(dryRun: dryRun, maxSize: maxSize?.bytes, olderThan: olderThan?.seconds, tenant: tenant))
         let output = options.output

@@ -54,7 +54,7 @@ struct Remove: ParsableCommand {
     }
 
     func run() throws {
-        let store = try options.openStore()
+        let store = try options.openStore(freeingSpace: true)
         let scope: RemovalScope
         do {
             scope = try RemovalScope.resolve(request, in: store)

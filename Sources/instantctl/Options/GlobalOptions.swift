@@ -23,9 +23,11 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the existing store; a missing one is an error, not a new empty store.
-    func openStore() throws -> InstantStore {
+    /// `freeingSpace`: for a command that frees space (prune, rm), which may use the
+    /// store's reserve to open it on a full disk.
+    func openStore(freeingSpace: Bool = false) throws -> InstantStore {
         let url = rootURL
-        guard let store = try Self.existingStore(at: url) else {
+        guard let store = try Self.existingStore(at: url, freeingSpace: freeingSpace) else {
             throw CommandError(
                 message: "no store at \(url.path) (set --root or INSTANT_HOME)", status: ExitStatus.unavailable)
         }
@@ -33,13 +35,13 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The store at `root`, or nil when there is none: opening must never create one.
-    static func existingStore(at root: URL) throws -> InstantStore? {
+    static func existingStore(at root: URL, freeingSpace: Bool = false) throws -> InstantStore? {
         // A store may be without its catalog for a moment (a rebuild to finish) or for
         // good (lost): opening it then finishes the swap or rebuilds the catalog.
         let marks = ["catalog.sqlite", "catalog-rebuilt.sqlite", "layers"]
         guard marks.contains(where: { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) })
         else { return nil }
-        return try InstantStore(root: root)
+        return try InstantStore(root: root, freeingSpace: freeingSpace)
     }
 
     var output: Output { Output(json: json, quiet: quiet) }
