@@ -33,6 +33,12 @@ import Testing
         let listed = try await instantctl(["ls"], root: root)
         #expect(listed.status != 0 && listed.error.contains("no space left"), "\(listed.error)")
         #expect(listed.error.contains("instantctl prune"))
+        // A dry run opens the store with its reserve's room, frees nothing, and takes the
+        // reserve again: the disk is as full as before.
+        let preview = try await instantctl(["prune", "--max-size", "1B", "--dry-run"], root: root)
+        #expect(preview.status == 0 && preview.output.contains("would remove"), "\(preview.error)")
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("reserve").path))
+        #expect(disk.available < 64 << 10, "\(disk.available) bytes free")
         // Prune opens the store with its reserve's room, and frees what it may.
         let pruned = try await instantctl(["prune", "--max-size", "1B", "--json"], root: root)
         #expect(pruned.status == 0, "\(pruned.error)")

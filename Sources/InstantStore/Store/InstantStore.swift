@@ -68,23 +68,32 @@ public final class InstantStore: Sendable {
                 try layout.downgradeLock(lock)
             }
         }
-        catalog = try Self.openCatalog(layout, freeingSpace: freeingSpace)
+        (catalog, releasedReserve) = try Self.openCatalog(layout, freeingSpace: freeingSpace)
         if role == .origin && !catalog.isOrigin { try catalog.markOrigin() }
         openedAs = role
         isOrigin = role == .origin || catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
         if !isOrigin { SpaceReserve.ensure(layout) }
     }
 
-    /// The catalog, opened on a full disk too when `freeingSpace` (with the reserve's room).
-    /// SQLite tells a full disk in several ways as it opens (a shared-memory file it cannot
-    /// grow is a disk I/O error): a failure on a full file system is told as one.
-    private static func openCatalog(_ layout: StoreLayout, freeingSpace: Bool) throws(StoreError) -> Catalog {
+    /// Whether this handle gave the store's reserve back to open: taken again when it
+    /// closes, if its room is still free (a prune that freed nothing does not spend it).
+    let releasedReserve: Bool
+
+    /// The catalog, and whether the reserve was given back for this handle. A handle for
+    /// freeing space on a full file system gives the reserve back first: a prune needs
+    /// room to open the catalog (SQLite's `-shm`) and to write its transactions. SQLite tells
+    /// a full disk in several ways as it opens (a shared-memory file it cannot grow is a
+    /// disk I/O error): such a failure on a full file system is told as one.
+    private static func openCatalog(_ layout: StoreLayout, freeingSpace: Bool) throws(StoreError) -> (
+        Catalog, Bool
+    ) {
+        let released = freeingSpace && SpaceReserve.isFull(layout) && SpaceReserve.release(layout)
         do {
-            return try Catalog(path: layout.catalogPath)
+            return (try Catalog(path: layout.catalogPath), released)
         } catch {
-            guard SpaceReserve.isFull(layout) else { throw error }
-            guard freeingSpace, SpaceReserve.release(layout) else { throw .diskFull(path: layout.catalogPath) }
-            return try Catalog(path: layout.catalogPath)
+            if released { SpaceReserve.ensure(layout, retaking: true) }
+            guard SpaceReserve.isSpaceError(error), SpaceReserve.isFull(layout) else { throw error }
+            throw .diskFull(path: layout.catalogPath)
         }
     }
 
@@ -113,6 +122,7 @@ public final class InstantStore: Sendable {
     public func close() {
         spareLayerLocks.removeAll()
         try? catalog.close()
+        if releasedReserve { SpaceReserve.ensure(layout, retaking: true) }
         lock.close()
     }
 

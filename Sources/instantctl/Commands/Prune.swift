@@ -29,7 +29,11 @@ struct Prune: ParsableCommand {
     var tenant: TenantURL?
 
     func run() throws {
+        // On a full disk, with the store's reserve (a dry run too: taken again at close).
         let store = try options.openStore(freeingSpace: true)
+        // Closed, so that a reserve given back to open on a full disk is taken again if
+        // nothing was freed.
+        defer { store.close() }
         let report = try store.prune(
             PruneOptions(dryRun: dryRun, maxSize: maxSize?.bytes, olderThan: olderThan?.seconds, tenant: tenant))
         let output = options.output

@@ -55,6 +55,9 @@ struct Remove: ParsableCommand {
 
     func run() throws {
         let store = try options.openStore(freeingSpace: true)
+        // Closed, so that a reserve given back to open on a full disk is taken again if
+        // nothing was freed.
+        defer { store.close() }
         let scope: RemovalScope
         do {
             scope = try RemovalScope.resolve(request, in: store)
