@@ -38,9 +38,9 @@ public final class InstantStore: Sendable {
     ///   every ingest is synced before it returns. Opening a server's store as a cache (as
     ///   `instantctl` does) reads it, but refuses every removal.
     /// - Parameter freeingSpace: the handle is for freeing space (a prune, a removal): on a
-    ///   disk too full to open the catalog, it gives back the store's reserve
-    ///   (``SpaceReserve``) and opens it then. Otherwise a full disk is
-    ///   ``StoreError/diskFull(path:)``.
+    ///   full disk it gives the store's reserve (``SpaceReserve``) back before it opens the
+    ///   catalog, and takes back what is still free of it when it closes. Otherwise a
+    ///   catalog that cannot be opened on a full disk is ``StoreError/diskFull(path:)``.
     public init(root: URL, role: StoreRole = .cache, freeingSpace: Bool = false) throws(StoreError) {
         layout = StoreLayout(root: root)
         spareLayerLocks = SpareLayerLocks(layout)

@@ -4,13 +4,14 @@
 
 /// Room the store keeps on its disk so that freeing space can start when the disk is full.
 ///
-/// On a full disk SQLite cannot open the catalog (its shared-memory file needs blocks),
-/// so nothing that frees space could run: not a prune, not a removal. A store therefore
-/// holds `reserve`, a file of ``size`` allocated bytes in its root, made when a handle opens
-/// the store and there is room for it. A handle opened to free space
-/// (``InstantStore/init(root:role:freeingSpace:)``, as `instantctl prune` and `rm` do) that
-/// cannot open the catalog on a full disk gives the reserve back and opens it then; the
-/// reserve is taken again once a removal has made room.
+/// On a full disk SQLite cannot open the catalog (its shared-memory file needs blocks), and
+/// a prune needs room for its transactions, so nothing that frees space could run. A store
+/// therefore holds `reserve`, a file of ``size`` allocated bytes in its root, made when a
+/// handle opens the store with room to spare. A handle opened to free space
+/// (``InstantStore/init(root:role:freeingSpace:)``, as `instantctl prune` and `rm` do) on
+/// a full file system gives the reserve back before it opens the catalog, and takes back
+/// what is still free of it when it closes; a removal's end makes it whole again when there
+/// is room.
 ///
 /// ```swift
 /// let store = try InstantStore(root: root, freeingSpace: true)   // works on a full disk
@@ -33,40 +34,41 @@ enum SpaceReserve {
     /// disk it is there to help with).
     static func ensure(_ layout: StoreLayout, retaking: Bool = false) {
         let path = path(layout)
-        guard let held = allocatedBytes(path), held < UInt64(size), let available = available(layout) else { return }
-        // Retaking, what is free of it (the catalog's -shm and -wal, which the handle that
-        // gave it back made, stay: the next open needs no room for them); else all of it,
-        // with as much again to spare.
-        let target = retaking ? min(UInt64(size), (held + available) / 4096 * 4096) : UInt64(size)
-        guard target > held, retaking || available >= target - held + UInt64(size) else { return }
-        // Allocated in place (a reserve cut short, by a kill or a full disk, is completed
-        // by a later call). Never through a link: the name is the store's own.
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        guard posix_fallocate(descriptor, 0, off_t(target)) == 0 else {
-            // A reserve that could not be made whole is not kept: it would take room for
-            // nothing (and a removal would give back less than it counts on).
-            unlink(path)
+        guard let held = allocatedBytes(path), held < UInt64(size), let (available, block) = room(layout) else {
             return
         }
-        // A file system that compresses, or stores zeros as holes, may take no blocks for
-        // what posix_fallocate wrote: then bytes that do not compress.
-        if (allocatedBytes(path) ?? 0) < target {
-            var generator = SystemRandomNumberGenerator()
-            var bytes = [UInt8](repeating: 0, count: 1 << 16)
-            var offset = 0
-            while offset < Int(target) {
-                for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
-                let count = min(bytes.count, Int(target) - offset)
-                let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, count, off_t(offset)) }
-                guard written > 0 else {
-                    unlink(path)
-                    return
-                }
-                offset += written
-            }
+        // Retaking: what is still free of it, a few blocks left over (a file system may need
+        // one for its own records); else all of it, with its size again to spare.
+        let margin = 4 * block
+        let free = available > margin ? available - margin : 0
+        let target = retaking ? min(UInt64(size), (held + free) / block * block) : UInt64(size)
+        guard target > held, retaking || available >= target - held + UInt64(size) else { return }
+        // Allocated in place, never through a link (the name is the store's own). What
+        // could not be allocated (a full disk, a kill) is completed by a later call; what
+        // was is kept: it is room a prune can have.
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        guard posix_fallocate(descriptor, 0, off_t(target)) == 0 else { return }
+        // A file system that compresses, or keeps zeros as holes, may take no blocks for
+        // what posix_fallocate wrote: then bytes that do not compress, once.
+        guard (allocatedBytes(path) ?? 0) < target, !startsWithData(descriptor) else { return }
+        var generator = SystemRandomNumberGenerator()
+        var words = [UInt64](repeating: 0, count: 8192)
+        var offset = 0
+        while offset < Int(target) {
+            for index in words.indices { words[index] = generator.next() | 1 }
+            let count = min(words.count * 8, Int(target) - offset)
+            let written = words.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, count, off_t(offset)) }
+            guard written > 0 else { return }
+            offset += written
         }
+    }
+
+    /// Whether the reserve's first bytes are not zeros (filled already by ``ensure(_:retaking:)``).
+    private static func startsWithData(_ descriptor: Int32) -> Bool {
+        var first: UInt64 = 0
+        return pread(descriptor, &first, 8, 0) == 8 && first != 0
     }
 
     /// Gives the reserve back; whether there was one to give (a regular file: nothing else
@@ -80,7 +82,7 @@ enum SpaceReserve {
 
     /// Whether the file system holding the store has (almost) no room left.
     static func isFull(_ layout: StoreLayout) -> Bool {
-        available(layout).map { $0 < fullBelow } ?? false
+        room(layout).map { $0.available < fullBelow } ?? false
     }
 
     /// Whether `error`, met opening the catalog, is one a full disk makes: SQLite's I/O
@@ -106,10 +108,13 @@ enum SpaceReserve {
         return UInt64(info.st_blocks) * 512
     }
 
-    /// The bytes free for this process on the store's file system, or nil when unknown.
-    private static func available(_ layout: StoreLayout) -> UInt64? {
+    /// The bytes free for this process on the store's file system, and its block size, or
+    /// nil when unknown. (Saturated: a file system may report any size.)
+    private static func room(_ layout: StoreLayout) -> (available: UInt64, block: UInt64)? {
         var stats = statvfs()
         guard statvfs(layout.rootPath, &stats) == 0 else { return nil }
-        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+        let block = max(UInt64(stats.f_frsize), 512)
+        let (bytes, overflow) = UInt64(stats.f_bavail).multipliedReportingOverflow(by: block)
+        return (overflow ? .max : bytes, block)
     }
 }
