@@ -32,6 +32,22 @@ import ServerTestSupport
         await server.stop()
     }
 
+    /// A disk that fills during an upload (the PDF's temp file cannot be written): 503
+    /// `serverBusy`, as for any limit a client waits out (the operator sees the error in
+    /// the log), nothing kept, and the same upload succeeds once there is room.
+    @Test func anUploadOnAFullDiskIsRefusedForNowAndKeepsNothing() async throws {
+        defer { try? FileManager.default.removeItem(at: data) }
+        let full = try await ServerProcess.start(data: data, failpoint: "file.write@.blob=enospc")
+        let refused = try await full.call(.POST, "/api/documents?document_id=x", body: pdf)
+        let body = String(decoding: refused.body, as: UTF8.self)
+        #expect(refused.status == 503 && body.contains("serverBusy") && body.contains("storage is full"), "\(body)")
+        await full.stop()
+        #expect(storedPDFs(data) == 0)
+        let server = try await ServerProcess.start(data: data)
+        #expect(try await server.call(.POST, "/api/documents?document_id=x", body: pdf).status == 201)
+        await server.stop()
+    }
+
     @Test func aDeletionKilledAfterItsRowIsFinishedByDeletingAgain() async throws {
         defer { try? FileManager.default.removeItem(at: data) }
         let first = try await ServerProcess.start(data: data)

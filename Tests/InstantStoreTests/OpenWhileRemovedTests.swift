@@ -60,8 +60,9 @@ import Testing
         defer { other.close() }
         let signal = scratch.root.appendingPathComponent("open-stopped").path
         FileManager.default.createFile(atPath: signal, contents: nil)
-        Failpoint.configure("\(failpoint)@\(holder.key)=wait:\(signal)")
-        defer { Failpoint.configure("") }
+        let rule = "\(failpoint)@\(holder.key)=wait:\(signal)"
+        Failpoint.add(rule)
+        defer { Failpoint.remove(rule) }
         let opening = Task.detached { () -> Result<LayerDatabase, StoreError> in
             Result { () throws(StoreError) in try other.openLayer(tenant: Scratch.tenant, document: "d", layer: "") }
         }
@@ -75,7 +76,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(5))
         }
         // Only the stopped open waits: the removal opens the layer too.
-        Failpoint.configure("")
+        Failpoint.remove(rule)
         let report = try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "")
         #expect(report.layers.count == 1 && report.filesLeft == nil)
         try FileManager.default.removeItem(atPath: signal)

@@ -22,7 +22,7 @@ struct ErrorMiddleware: RouterMiddleware {
             if error is CancellationError {
                 // The client went away (a listener's connection closed): nobody to answer.
                 context.logger.debug("request cancelled", metadata: ["path": "\(request.uri.path)"])
-            } else if failure.code == .internal {
+            } else if failure.code == .internal || error is StoreError {
                 context.logger.error(
                     "request failed",
                     metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
@@ -48,6 +48,10 @@ struct ErrorMiddleware: RouterMiddleware {
         case let error as StoreError:
             switch error {
             case .hashMismatch, .sizeMismatch, .emptyPDF: return ProtocolError(.invalidRequest, error.description)
+            case .diskFull:
+                // A limit, as a client sees it (it comes back after the pause); logged as an
+                // error for the operator, who must make room.
+                return ProtocolError(.serverBusy, "the server's storage is full: try again later")
             default: return ProtocolError(.internal, "storage failed (\(error.code))")
             }
         default: return ProtocolError(.internal, "the server failed; see its log")

@@ -32,6 +32,22 @@ public enum Failpoint {
         rules.withLock { $0 = parse(specification) }
     }
 
+    /// Adds failpoints to the active ones (the same syntax), until ``remove(_:)``: tests
+    /// that run side by side in one process, each with rules of its own (scoped by `@TEXT`
+    /// to its own paths), leave each other's alone.
+    public static func add(_ specification: String) {
+        let added = parse(specification)
+        rules.withLock { $0 += added }
+    }
+
+    /// Takes out the failpoints an ``add(_:)`` of the same text put in.
+    public static func remove(_ specification: String) {
+        let removed = parse(specification)
+        rules.withLock { rules in
+            rules.removeAll { rule in removed.contains { $0.pattern == rule.pattern && $0.action == rule.action } }
+        }
+    }
+
     /// Called at a named point; dies or throws when a rule names it. Public so the server
     /// names its own steps the same way (`upload.afterInsert`, …).
     public static func check(_ name: String, path: String = "") throws(StoreError) {
