@@ -22,7 +22,7 @@ struct ErrorMiddleware: RouterMiddleware {
             if error is CancellationError {
                 // The client went away (a listener's connection closed): nobody to answer.
                 context.logger.debug("request cancelled", metadata: ["path": "\(request.uri.path)"])
-            } else if failure.code == .internal || error is StoreError {
+            } else if failure.code == .internal || Self.isFullStorage(error) {
                 context.logger.error(
                     "request failed",
                     metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
@@ -56,6 +56,11 @@ struct ErrorMiddleware: RouterMiddleware {
             }
         default: return ProtocolError(.internal, "the server failed; see its log")
         }
+    }
+
+    /// A full disk: told to the client as a limit, logged as an error for the operator.
+    static func isFullStorage(_ error: any Error) -> Bool {
+        if case .diskFull? = error as? StoreError { true } else { false }
     }
 
     static func response(_ error: ProtocolError) -> Response {
