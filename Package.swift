@@ -216,6 +216,7 @@ let package = Package(
             dependencies: [
                 "InstantServer", "InstantProtocol", "InstantStore", "TestSupport", "ServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Hummingbird
 import NIOCore
 import NIOFoundationCompat
@@ -48,25 +49,34 @@ struct ErrorMiddleware: RouterMiddleware {
         case let error as StoreError:
             switch error {
             case .hashMismatch, .sizeMismatch, .emptyPDF: return ProtocolError(.invalidRequest, error.description)
-            case .diskFull:
-                // A limit, as a client sees it (it comes back after the pause); logged as an
-                // error for the operator, who must make room.
-                return ProtocolError(.serverBusy, "the server's storage is full: try again later")
+            case .diskFull: return storageFull
             default: return ProtocolError(.internal, "storage failed (\(error.code))")
             }
+        // The server's own database (its layers and records) on a full disk.
+        case let error as DatabaseError where error.resultCode == .SQLITE_FULL: return storageFull
         default: return ProtocolError(.internal, "the server failed; see its log")
         }
     }
 
+    /// A full disk: a limit, as a client sees it (it comes back after a longer pause than
+    /// for other limits: room is made by an operator); logged as an error for the operator.
+    static let storageFull = ProtocolError(.serverBusy, "the server's storage is full: try again later")
+
+    /// The `Retry-After` of ``storageFull``.
+    static let storageFullRetryAfterSeconds = 60
+
     /// A full disk: told to the client as a limit, logged as an error for the operator.
     static func isFullStorage(_ error: any Error) -> Bool {
-        if case .diskFull? = error as? StoreError { true } else { false }
+        protocolError(error) == storageFull
     }
 
     static func response(_ error: ProtocolError) -> Response {
         var response = JSONResponse.make(ErrorBody(error), status: .init(code: error.code.status))
         // At a limit: a client comes back after a pause, not at once.
-        if error.code == .serverBusy { response.headers[.retryAfter] = "\(retryAfterSeconds)" }
+        if error.code == .serverBusy {
+            let seconds = error == storageFull ? storageFullRetryAfterSeconds : retryAfterSeconds
+            response.headers[.retryAfter] = "\(seconds)"
+        }
         return response
     }
 

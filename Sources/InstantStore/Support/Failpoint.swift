@@ -40,11 +40,16 @@ public enum Failpoint {
         rules.withLock { $0 += added }
     }
 
-    /// Takes out the failpoints an ``add(_:)`` of the same text put in.
+    /// Takes out the failpoints an ``add(_:)`` of the same text put in (once each: the same
+    /// rule added twice stays until removed twice).
     public static func remove(_ specification: String) {
         let removed = parse(specification)
         rules.withLock { rules in
-            rules.removeAll { rule in removed.contains { $0.pattern == rule.pattern && $0.action == rule.action } }
+            for gone in removed {
+                if let index = rules.firstIndex(where: { $0.pattern == gone.pattern && $0.action == gone.action }) {
+                    rules.remove(at: index)
+                }
+            }
         }
     }
 
