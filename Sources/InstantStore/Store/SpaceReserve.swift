@@ -41,7 +41,9 @@ enum SpaceReserve {
         // one for its own records); else all of it, with its size again to spare.
         let margin = 4 * block
         let free = available > margin ? available - margin : 0
-        let target = retaking ? min(UInt64(size), (held + free) / block * block) : UInt64(size)
+        // (No sum that could overflow: `free` may be saturated, and `held` is below `size`.)
+        let reachable = free >= UInt64(size) ? UInt64(size) : min(UInt64(size), (held + free) / block * block)
+        let target = retaking ? reachable : UInt64(size)
         guard target > held, retaking || available >= target - held + UInt64(size) else { return }
         // Allocated in place, never through a link (the name is the store's own). What
         // could not be allocated (a full disk, a kill) is completed by a later call; what
