@@ -13,12 +13,13 @@ import Testing
         for error in full {
             let mapped = ErrorMiddleware.protocolError(error)
             #expect(mapped.code == .serverBusy && mapped.message.contains("storage is full"), "\(mapped)")
-            #expect(ErrorMiddleware.isFullStorage(error))
+            #expect(mapped == ErrorMiddleware.storageFull, "logged as an error for the operator")
             let response = ErrorMiddleware.response(mapped)
             #expect(response.status.code == 503 && response.headers[.retryAfter] == "60")
         }
         let other = DatabaseError(resultCode: .SQLITE_CORRUPT)
-        #expect(ErrorMiddleware.protocolError(other).code == .internal && !ErrorMiddleware.isFullStorage(other))
+        let mappedOther = ErrorMiddleware.protocolError(other)
+        #expect(mappedOther.code == .internal && mappedOther != ErrorMiddleware.storageFull)
         let busy = ErrorMiddleware.response(ProtocolError(.serverBusy, "too many listeners"))
         #expect(busy.headers[.retryAfter] == "\(ErrorMiddleware.retryAfterSeconds)")
     }

@@ -23,7 +23,7 @@ struct ErrorMiddleware: RouterMiddleware {
             if error is CancellationError {
                 // The client went away (a listener's connection closed): nobody to answer.
                 context.logger.debug("request cancelled", metadata: ["path": "\(request.uri.path)"])
-            } else if failure.code == .internal || Self.isFullStorage(error) {
+            } else if failure.code == .internal || failure == Self.storageFull {
                 context.logger.error(
                     "request failed",
                     metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
@@ -64,11 +64,6 @@ struct ErrorMiddleware: RouterMiddleware {
 
     /// The `Retry-After` of ``storageFull``.
     static let storageFullRetryAfterSeconds = 60
-
-    /// A full disk: told to the client as a limit, logged as an error for the operator.
-    static func isFullStorage(_ error: any Error) -> Bool {
-        protocolError(error) == storageFull
-    }
 
     static func response(_ error: ProtocolError) -> Response {
         var response = JSONResponse.make(ErrorBody(error), status: .init(code: error.code.status))

@@ -194,6 +194,12 @@ extension Catalog {
         if let new { try update.execute(arguments: [1, new]) }
     }
 
+    /// The file keys of a document's layers (whose files name its PDF too).
+    func layerKeys(ofDocument documentID: Int64, in db: Database) throws -> [String] {
+        try String.fetchAll(
+            db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
+    }
+
     /// Whether a layer row names the file `layers/<key>.sqlite`.
     func hasLayer(key: String, in db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT 1 FROM layer WHERE key = ?", arguments: [key]) ?? false

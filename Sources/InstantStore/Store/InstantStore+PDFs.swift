@@ -207,8 +207,7 @@ extension InstantStore {
                 try db.cachedStatement(
                     sql: "UPDATE document SET blobSha256 = ?, corrupt = 0, lastUsedAt = ? WHERE id = ?"
                 ).execute(arguments: [hash.hex, Date(), documentID])
-                layerKeys = try String.fetchAll(
-                    db.cachedStatement(sql: "SELECT key FROM layer WHERE documentId = ?"), arguments: [documentID])
+                layerKeys = try self.catalog.layerKeys(ofDocument: documentID, in: db)
                 if let layer, let layerPath {
                     try self.recordLayer(layer, at: layerPath, documentID: documentID, in: db)
                 }

@@ -56,9 +56,7 @@ extension InstantStore {
             try self.catalog.adjustReference(from: row.blobSha256, to: hash.hex, in: db)
             try db.execute(
                 sql: "UPDATE document SET blobSha256 = ?, corrupt = 0 WHERE id = ?", arguments: [hash.hex, row.id])
-            return (
-                true, try String.fetchAll(db, sql: "SELECT key FROM layer WHERE documentId = ?", arguments: [row.id])
-            )
+            return (true, try row.id.map { id in try self.catalog.layerKeys(ofDocument: id, in: db) } ?? [])
         }
         // The document's layers name its PDF in their files too (what a catalog rebuild
         // reads), as after a commit: they still name the one it had.
