@@ -115,9 +115,7 @@ import Testing
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
         }
-        let (store, ours, theirs) = try storeWithTwoServers()
-        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
-        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        let (store, _, theirs) = try storeWithAnasLayer()
         try store.createLayer(tenant: theirs, document: "x", layer: "").close()
         let client = try InstantClient(serverURL: Self.server, storeRoot: root)
 
@@ -151,9 +149,7 @@ import Testing
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
         }
-        let (store, ours, _) = try storeWithTwoServers()
-        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
-        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        _ = try storeWithAnasLayer()
         let client = try InstantClient(serverURL: Self.server, storeRoot: root)
         let log = await EventLog.recording(client)
         let descriptor = try #require(try client.localDocumentDescriptors()["d"]?.first)
@@ -173,9 +169,7 @@ import Testing
             try? FileManager.default.removeItem(at: root)
             try? FileManager.default.removeItem(at: sources)
         }
-        let (store, ours, _) = try storeWithTwoServers()
-        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
-        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        let (store, ours, _) = try storeWithAnasLayer()
         try store.createLayer(tenant: ours, document: "d", layer: "anyone").close()
         let client = try InstantClient(serverURL: Self.server, storeRoot: root)
 
@@ -241,6 +235,15 @@ import Testing
             try InstantStore(root: root), try TenantURL(Self.server.absoluteString),
             try TenantURL("https://other.example.com")
         )
+    }
+
+    /// ``storeWithTwoServers()`` with a document "d" of ours, its PDF stored and its default
+    /// layer stored for user "ana".
+    private func storeWithAnasLayer() throws -> (InstantStore, ours: TenantURL, theirs: TenantURL) {
+        let (store, ours, theirs) = try storeWithTwoServers()
+        try store.ingestPDF(tenant: ours, document: "d", from: try pdf())
+        try store.createLayer(tenant: ours, document: "d", layer: "", userID: "ana").close()
+        return (store, ours, theirs)
     }
 
     /// A small PDF in a file of its own.
