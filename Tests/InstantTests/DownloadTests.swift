@@ -186,6 +186,41 @@ import Testing
         }
     }
 
+    /// A 404 without the server's error body (a web server at a wrong URL, a proxy that lost
+    /// its route) is a request that failed, which says so: not the document gone, which
+    /// only the server's own 404 says.
+    @Test func aBare404IsNotTheDocumentGone() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let client = try h.client()
+            let token = try await h.jwt("doc")
+            let descriptor = try client.documentDescriptor(forJWT: token)
+            h.proxy.answerNextRequest(to: "GET /i/v1/documents/doc/", status: "404 Not Found", times: 2)
+            let bare = await failure(of: try descriptor.download(usingJWT: token))
+            #expect(bare?.code == .requestFailed)
+            #expect(bare?.message.contains("not the Instant server's") == true, "\(String(describing: bare))")
+            let gone = try await h.jwt("nowhere")
+            let refused = await failure(of: try client.documentDescriptor(forJWT: gone).download(usingJWT: gone))
+            #expect(refused?.code == .invalidDocument, "\(String(describing: refused))")
+            try await descriptor.download(usingJWT: token).result()
+        }
+    }
+
+    /// A server that cannot be reached is said plainly ("connection refused"), not in
+    /// NIO's words, which name a reset that did not happen.
+    @Test func anUnreachableServerIsSaidPlainly() async throws {
+        try await ClientHarness.with { h in
+            let client = try InstantClient(
+                serverURL: try #require(URL(string: "http://127.0.0.1:1")), storeRoot: h.root)
+            let token = try await h.jwt("doc")
+            let refused = await failure(of: try client.documentDescriptor(forJWT: token).download(usingJWT: token))
+            #expect(refused?.code == .requestFailed)
+            #expect(
+                refused?.message == "the request failed: connection refused (errno 111)",
+                "\(String(describing: refused))")
+        }
+    }
+
     /// What `tmp/` holds besides the store handle's spare layer locks (kept, still locked,
     /// for its next downloads: at most 8), which must each be held.
     private static func temporaryFiles(_ h: ClientHarness) throws -> [String] {

@@ -209,7 +209,7 @@ import Testing
     /// end of it: a change on the server after them still reaches the listening client.
     @Test(arguments: [
         ("200 OK", "<html>sign in</html>", "didFailSync(invalidServerData)"),
-        ("404 Not Found", "", "didFailSync(invalidDocument)"),
+        ("404 Not Found", "", "didFailSync(requestFailed)"),
     ])
     func listeningOutlastsAnswersThatAreNotTheServers(status: String, body: String, reported: String)
         async throws

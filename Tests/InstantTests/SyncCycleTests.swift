@@ -739,8 +739,11 @@ import Testing
 extension SyncCycleTests {
     /// "Try later" from something in front of the server (429, 408, 502, 504 without the
     /// server's error body) is a failure for now: retried with backoff without the app
-    /// asking, never a refusal that stops the cycle.
-    @Test(arguments: ["429 Too Many Requests", "408 Request Timeout", "502 Bad Gateway", "504 Gateway Timeout"])
+    /// asking, never a refusal that stops the cycle. So is a bare 404 (a proxy that lost its
+    /// route): the server's own 404 always says why.
+    @Test(arguments: [
+        "429 Too Many Requests", "408 Request Timeout", "502 Bad Gateway", "504 Gateway Timeout", "404 Not Found",
+    ])
     func aProxysTryLaterIsRetried(status: String) async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

@@ -159,9 +159,27 @@ struct ServerAPI: Sendable {
             retryAfter: retryAfter, bare: true)
     }
 
+    /// Why a request got no answer, in words a person can act on: "the request failed:
+    /// connection refused (errno 111)" rather than NIO's "connection reset (error set):
+    /// Connection refused (errno: 111)", which names a reset that did not happen.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError { return "the request failed: \(error)" }
-        return "the request failed: \(String(describing: error))"
+        "the request failed: " + reason(error)
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            let text = String(cString: strerror(error.errnoCode))
+            return text.prefix(1).lowercased() + text.dropFirst() + " (errno \(error.errnoCode))"
+        }
+        guard let error = error as? HTTPClientError else { return String(describing: error) }
+        switch error {
+        case .connectTimeout: return "no connection within the connect timeout"
+        case .readTimeout: return "the server sent nothing for longer than the read timeout"
+        case .remoteConnectionClosed: return "the server closed the connection before its answer ended"
+        case .deadlineExceeded: return "no answer within the request's deadline"
+        case .cancelled: return "cancelled"
+        default: return String(describing: error)
+        }
     }
 }
 
@@ -179,6 +197,14 @@ enum APIFailure: Error, Sendable, Equatable {
     /// The client's error for it.
     var instantError: InstantError {
         switch self {
+        case .refused(_, 404, _, true):
+            // Never the server's own answer (it says why in its body, also for a route it
+            // does not have): a web server at a wrong URL, or a proxy in front of the server
+            // that lost its route. An outage to retry, not the document gone.
+            InstantError(
+                .requestFailed,
+                "the answer was a 404 without the server's error body: not the Instant server's (a wrong server URL, or a proxy in front of it that lost its route)"
+            )
         case .refused(let error, _, let retryAfter, _):
             {
                 var mapped = InstantError(error)
@@ -208,9 +234,4 @@ enum APIFailure: Error, Sendable, Equatable {
         return nil
     }
 
-    /// A 404 without the server's error body: not the server saying the document is gone.
-    var isBareNotFound: Bool {
-        if case .refused(_, 404, _, true) = self { return true }
-        return false
-    }
 }

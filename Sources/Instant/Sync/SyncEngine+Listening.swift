@@ -119,9 +119,7 @@ extension SyncEngine {
                 // else retries it. What no wait mends ends it, reported: the layer gone
                 // (here, or the document on the server), unreadable or of a newer build, a
                 // version mismatch, a request the server refuses.
-                let notTheServers =
-                    failure.code == .invalidServerData || (error as? APIFailure)?.isBareNotFound == true
-                if !failure.isRetryable && !notTheServers {
+                if !failure.isRetryable && failure.code != .invalidServerData {
                     descriptor.client?.emit(.didFailSync(descriptor, failure))
                     endListening(generation)
                     return
