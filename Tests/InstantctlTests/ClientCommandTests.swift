@@ -122,6 +122,7 @@ import Testing
                         lost.output == """
                             synced plan layer (default): 1 change sent, 1 received, 1 annotation
                             lost n1: your update lost (conflict); the server kept note, page 1, "Ana's"
+                              your content: {"bbox":[1,2,3,4],"id":"n1","pageIndex":0,"text":"Carol's","type":"pspdfkit/note","v":2}
 
                             """, "\(lost.output)")
                     // The layer shows the winner, and a later sync has nothing to report.

@@ -34,10 +34,22 @@ extension Formats {
     }
 
     /// A local change the server did not take, and what it kept instead:
-    /// `welcome: your update lost (conflict); the server kept note, page 1, "Ana's"`.
+    /// `welcome: your update lost (conflict); the server kept note, page 1, "Ana's"`. A
+    /// lost create or update adds a second line with its whole content, as one line of
+    /// Instant JSON: once told, the store forgets a lost change, and this is the only copy
+    /// left to put back (`instantctl annotations update ID --file -`).
     static func lostChange(_ lost: InstantLostChange) -> String {
         "\(identifier(lost.annotationID)): your \(lost.kind.rawValue) lost (\(lost.reason.rawValue)); the server kept "
             + (lost.winner.map { annotation($0) } ?? "no such annotation")
+            + (lost.lostContent.map { "\n  your content: " + jsonLine($0) } ?? "")
+    }
+
+    /// Compact JSON on one line that steers no terminal: JSON escapes the C0 controls
+    /// itself, and DEL and the C1 controls (which it may leave as they are) are escaped too.
+    static func jsonLine(_ value: JSONValue) -> String {
+        String(decoding: value.jsonData(), as: UTF8.self).unicodeScalars.map { scalar in
+            (0x7F...0x9F).contains(scalar.value) ? String(format: "\\u%04X", scalar.value) : String(scalar)
+        }.joined()
     }
 
     /// The same as JSON.
