@@ -22,6 +22,8 @@ public final class InstantServer: Sendable {
     let listeners: ListenerRegistry
     let writes = LayerWriteQueue()
     let uploads = UploadReservations()
+    /// This server's hold on its data directory, for its whole life.
+    let dataLock: DataDirectoryLock
     /// JSON request bodies being worked on at once (``BodyBudget``).
     let bodies: BodyBudget
     /// The tenant under which the server's PDFs sit in its blob store.
@@ -33,17 +35,28 @@ public final class InstantServer: Sendable {
     /// the file before the field): NUL, so no backend identifier looks like it.
     static let uploadPrefix = "\u{0}upload/"
 
-    public init(configuration: ServerConfiguration) async throws {
+    /// Starts the server's storage on `configuration.dataDirectory`, which it holds with
+    /// `dataLock` when given (taken earlier, for work before the start), else with a lock
+    /// of its own: ``DataDirectoryError`` (`inUse`) when another server holds it.
+    public init(configuration: ServerConfiguration, dataLock: DataDirectoryLock? = nil) async throws {
         self.configuration = configuration
         bodies = BodyBudget(capacity: configuration.maxBodyBytesInFlight, payloadLimit: configuration.maxPayloadSize)
         listeners = ListenerRegistry(
             limits: .init(total: configuration.maxListeners, perLayer: configuration.maxListenersPerLayer))
-        // Private: it holds every user's annotations. Narrowed when it exists already.
-        try FileManager.default.createDirectory(
-            at: configuration.dataDirectory, withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700])
-        try FileManager.default.setAttributes(
-            [.posixPermissions: 0o700], ofItemAtPath: configuration.dataDirectory.path)
+        // Before anything is read or cleaned up: the start's clean-up is only right for a
+        // directory no other server works in.
+        if let dataLock {
+            guard dataLock.directory.standardizedFileURL == configuration.dataDirectory.standardizedFileURL else {
+                throw DataDirectoryError(
+                    code: .lockFailed,
+                    message:
+                        "the lock given is for \(dataLock.directory.path), not the data directory \(configuration.dataDirectory.path)"
+                )
+            }
+            self.dataLock = dataLock
+        } else {
+            self.dataLock = try DataDirectoryLock(directory: configuration.dataDirectory)
+        }
         database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
         // Deletions a kill cut short: their rows are hidden already; they go in the background.
         database.reap()

@@ -15,7 +15,8 @@ struct Serve: AsyncParsableCommand {
 
             Exits 0 after SIGINT or SIGTERM, 78 (EX_CONFIG) when the configuration from the
             environment is missing or invalid (the message says which setting), 1 on any
-            other failure to start.
+            other failure to start, such as a data directory another server is using (one
+            server per data directory: the message names the other one's process).
             """)
 
     @Flag(help: "Generate (or reuse) a development key pair and API token, and print them.")
@@ -36,6 +37,9 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(78)  // EX_CONFIG
         }
+        // Held before --dev makes its keys: a second server on the directory stops here,
+        // before it prints a token or writes a file.
+        let lock = try DataDirectoryLock(directory: configuration.dataDirectory)
         if dev {
             let setup = try DevelopmentSetup.prepare(base: configuration)
             configuration = setup.configuration
@@ -58,7 +62,7 @@ struct Serve: AsyncParsableCommand {
 
                     """.utf8))
         }
-        let server = try await InstantServer(configuration: configuration)
+        let server = try await InstantServer(configuration: configuration, dataLock: lock)
         for stray in server.strays {
             logger.warning(
                 "the PDF store holds a document the database does not know (a deletion cut short, or server.sqlite restored from an older backup); DELETE /api/documents/{id} releases it",

@@ -38,6 +38,32 @@ import ServerTestSupport
         #expect(badAlgorithm.standardError.contains("JWT_ALGORITHM"), "\(badAlgorithm.standardError)")
     }
 
+    /// One server per data directory: a second one refuses to start (exit 1), naming the
+    /// first one's process, and changes nothing; once the first has stopped, a server
+    /// starts on the directory again.
+    @Test func aSecondServerOnTheSameDataDirectoryRefusesToStart() async throws {
+        defer { try? FileManager.default.removeItem(at: data) }
+        let first = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: environment())
+        _ = try await started(first)
+        let holder = try String(contentsOf: data.appendingPathComponent("server.lock"), encoding: .utf8)
+        let second = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: environment())
+        #expect(try await second.exit().status == 1)
+        #expect(
+            second.standardError.contains(
+                "the data directory \(data.path) is in use by another instant-server (process \(holder.dropLast()))"),
+            "\(second.standardError)")
+        #expect(second.standardError.contains("cannot start (data_directory_in_use)"), "\(second.standardError)")
+        // Stopped before --dev prints a token or touches a file.
+        #expect(!second.standardError.contains("serving") && second.standardOutput.isEmpty, "\(second.standardOutput)")
+        #expect(first.isRunning)
+        first.signal(SIGTERM)
+        #expect(try await first.exit().status == 0)
+        let third = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: environment())
+        _ = try await started(third)
+        third.signal(SIGTERM)
+        #expect(try await third.exit().status == 0)
+    }
+
     @Test func devModeServesAndSIGTERMEndsLongPollsAndKeepsTheData() async throws {
         defer { try? FileManager.default.removeItem(at: data) }
         let http = HTTPClient(eventLoopGroupProvider: .singleton)

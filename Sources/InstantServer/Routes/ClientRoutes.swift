@@ -136,8 +136,10 @@ struct ClientRoutes {
             try await withGracefulShutdownHandler {
                 try await Self.waitForChange(
                     server: server, identity: identity, epoch: epoch, after: after, timeout: timeout)
-            } onGracefulShutdown: {
-                Task { await server.listeners.close() }
+            } onGracefulShutdown: { [listeners = server.listeners] in
+                // Not the server: a task holding it past shutdown would keep its data
+                // directory locked for a server started next.
+                Task { await listeners.close() }
             }
         }
         // Watching for the client's close reads the connection to its end: it is not reused
