@@ -16,7 +16,8 @@ import Testing
             try Self.files(under: root).forEach { try Self.give($0, to: other) }
             let before = try Self.files(under: root)
             let commands = [
-                ["ls"], ["du"], ["verify", "--repair"], ["prune", "--max-size", "0"], ["rm", "--all", "--force"],
+                ["ls"], ["du"], ["verify", "--repair"], ["verify", "--repair", "--rebuild-catalog"],
+                ["prune", "--max-size", "0"], ["rm", "--all", "--force"],
                 ["annotations", "list", "--document", "contract-7"], ["quarantine", "list"], ["cache"], ["metrics"],
             ]
             for command in commands {
@@ -29,6 +30,29 @@ import Testing
             // Nothing made, nothing removed, no owner changed.
             #expect(try Self.files(under: root) == before)
         }
+    }
+
+    /// Root making a new store inside another user's directory (sudo -E, keeping their
+    /// INSTANT_HOME) is refused too, and makes nothing; `INSTANTCTL_ANY_OWNER=1` (for file
+    /// systems that keep no owners) turns the check off.
+    @Test(.enabled(if: geteuid() == 0, "needs root, to give a directory to another user"))
+    func aNewStoreInAnotherUsersDirectoryIsRefused() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-home-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: home) }
+        try Self.give(home.path + " 0", to: 65534)
+        let root = home.appendingPathComponent(".local/share/instant")
+        // A JWT read offline, never sent: nothing listens on port 1.
+        let claims = Data(#"{"document_id": "d", "permissions": ["read-document", "download"]}"#.utf8)
+            .base64EncodedString().replacingOccurrences(of: "=", with: "")
+        let jwt = "eyJhbGciOiJFUzI1NiJ9.\(claims).c2lnbmF0dXJl"
+        let download = ["download", "--server", "http://127.0.0.1:1", "--jwt", jwt, "--timeout", "5"]
+        let refused = try await instantctl(download, root: root)
+        #expect(refused.status == 4, "\(refused.output)\(refused.error)")
+        #expect(refused.error.contains("which belongs to nobody, would give nobody a store"), "\(refused.error)")
+        #expect(try Self.files(under: home).count == 1, "nothing made")
+        let anyOwner = try await instantctl(download, root: root, environment: ["INSTANTCTL_ANY_OWNER": "1"])
+        #expect(anyOwner.status == 5, "past the check, to the network: \(anyOwner.error)")
     }
 
     /// Every path under `root` (itself included), with its owner.

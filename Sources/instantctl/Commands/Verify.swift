@@ -53,6 +53,7 @@ struct Verify: ParsableCommand {
         var rebuilt: RebuildReport?
         let store: InstantStore
         if rebuildCatalog {
+            try StoreOwner.check(options.rootURL)
             let (opened, report) = try InstantStore.rebuildCatalog(root: options.rootURL)
             (store, rebuilt) = (opened, report)
         } else {

@@ -37,7 +37,8 @@ extension Formats {
     /// `welcome: your update lost (conflict); the server kept note, page 1, "Ana's"`. A
     /// lost create or update adds a second line with its whole content, as one line of
     /// Instant JSON: once told, the store forgets a lost change, and this is the only copy
-    /// left to put back (`instantctl annotations update ID --file -`).
+    /// left to put back (`instantctl annotations update ID --file -`, or `add` when the
+    /// server kept none).
     static func lostChange(_ lost: InstantLostChange) -> String {
         "\(identifier(lost.annotationID)): your \(lost.kind.rawValue) lost (\(lost.reason.rawValue)); the server kept "
             + (lost.winner.map { annotation($0) } ?? "no such annotation")

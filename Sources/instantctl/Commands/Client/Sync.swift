@@ -10,7 +10,12 @@ struct Sync: AsyncParsableCommand {
         discussion: """
             The layer must be downloaded (see download). Changes made offline (with \
             instantctl annotations, or the client library) are sent; the server's are \
-            applied. The output says what was sent and what the layer holds afterwards,             and each local change the server did not take (a conflict lost, say) with             what it kept instead and, for a create or an update, your content as one line             of Instant JSON: the store forgets a lost change once told, so keep that line             to put it back (instantctl annotations update ID --file -).
+            applied. The output says what was sent and what the layer holds afterwards, \
+            and each local change the server did not take (a conflict lost, say) with \
+            what it kept instead and, for a create or an update, your content as one line \
+            of Instant JSON: the store forgets a lost change once told, so keep that line \
+            to put it back (instantctl annotations update ID --file -, or add when the \
+            server kept none).
 
             With --watch the command listens for the server's changes and syncs until \
             Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
