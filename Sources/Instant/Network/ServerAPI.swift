@@ -3,6 +3,7 @@ import Foundation
 import InstantProtocol
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// The client API of one server (docs/PROTOCOL.md, `/i/v1`), over async-http-client: one
 /// function per request, each taking the JWT it runs under. Failures come out as
@@ -167,6 +168,17 @@ struct ServerAPI: Sendable {
     }
 
     private static func reason(_ error: any Error) -> String {
+        if let error = error as? NIOConnectionError {
+            // A host name's connection (localhost, any DNS name): one attempt per address.
+            if let lookup = error.dnsAError ?? error.dnsAAAAError {
+                return "the host name \(error.host) was not found (\(lookup))"
+            }
+            var reasons: [String] = []
+            for failure in error.connectionErrors where !reasons.contains(reason(failure.error)) {
+                reasons.append(reason(failure.error))
+            }
+            return reasons.isEmpty ? "no connection to \(error.host):\(error.port)" : reasons.joined(separator: "; ")
+        }
         if let error = error as? IOError {
             let text = String(cString: strerror(error.errnoCode))
             return text.prefix(1).lowercased() + text.dropFirst() + " (errno \(error.errnoCode))"
