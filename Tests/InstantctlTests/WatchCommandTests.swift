@@ -135,4 +135,27 @@ import Testing
             #expect(unreachable.standardOutput.hasSuffix("stopped on SIGTERM: 0 changes received, 0 sent, 0 lost\n"))
         }
     }
+
+    /// Another process removing the watched layer (instantctl rm) ends the watch with
+    /// status 7 within about half a second, not at the listen's next answer (up to 30 s
+    /// later, or never on a quiet document).
+    @Test func aLayerRemovedByAnotherProcessEndsTheWatchWithStatus7() async throws {
+        try await ServerProcess.with { server in
+            try await server.upload("quiet", samplePDF(10_000))
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("watch-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: root) }
+            let token = try await server.token(document: "quiet", user: "bob")
+            #expect(
+                try await instantctl(["download", "--server", server.base, "--jwt", token], root: root).status == 0)
+            let watching = try watch([], root: root, token: token)
+            _ = try await watching.waitForOutput(containing: "Ctrl-C stops")
+            let removed = try await instantctl(["rm", "--document", "quiet"], root: root)
+            #expect(removed.status == 0, "\(removed.error)")
+            let ending = try await watching.exit(within: .seconds(10))
+            #expect(ending == ChildProcess.Ending(status: 7), "\(watching.standardError)")
+            #expect(
+                watching.standardError.contains("the layer was removed from the store while it was watched"),
+                "\(watching.standardError)")
+        }
+    }
 }

@@ -20,8 +20,9 @@ struct Sync: AsyncParsableCommand {
             With --watch the command listens for the server's changes and syncs until \
             Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
             object per line with --json), and sends local changes as they are made, by any \
-            process. An unreachable server is waited for; a refused JWT (status 6) or a \
-            document gone from the server (status 7) ends it.
+            process. An unreachable server is waited for; a refused JWT (status 6), a \
+            document gone from the server, or its layer removed from this store by another \
+            process (status 7) ends it.
 
             """ + ClientOptions.jwtHelp)
 

@@ -13,8 +13,9 @@ import Synchronization
 /// printing each change as it arrives (one line each, or one JSON object per line), and
 /// sends local changes other processes make (`instantctl annotations add`) within half a
 /// second. A server that cannot be reached is waited for (with the client's backoff); a
-/// refused JWT (exit status 6), a document gone from the server (7) or a layer removed
-/// from the store (1) ends the watch, and so does a reader that stops reading (`| head`).
+/// refused JWT (exit status 6), a document gone from the server or its layer removed from
+/// the store by another process (7, within half a second) ends the watch, and so does a
+/// reader that stops reading (`| head`).
 struct SyncWatch {
     var session: ClientOptions.Session
     var root: URL
@@ -48,8 +49,13 @@ struct SyncWatch {
         let stopping = Atomic<Bool>(false)
         /// The layer's file, for its counts.
         let layer: LayerDatabase
+        /// Whether the layer's row is still in the catalog (nil when it cannot be read now).
+        let isStored: @Sendable () -> Bool?
 
-        init(layer: LayerDatabase) { self.layer = layer }
+        init(layer: LayerDatabase, isStored: @escaping @Sendable () -> Bool?) {
+            self.layer = layer
+            self.isStored = isStored
+        }
     }
 
     func run() async throws {
@@ -61,7 +67,17 @@ struct SyncWatch {
         // Opened once for the watch's counts (every half second), not at each look.
         let counted = try session.layerFile(root: root)
         defer { counted.close() }
-        let tally = Tally(layer: counted.layer)
+        let (store, document, layerName) = (counted.store, descriptor.identifier, descriptor.layerName)
+        let tenant = try TenantURL(session.server)
+        let tally = Tally(layer: counted.layer) {
+            // A read that fails is no news: only a catalog that answers "no such layer" is.
+            // (Not try?, which would flatten "no such layer" into the failure's nil.)
+            do {
+                return try store.localDescriptor(tenant: tenant, document: document, layer: layerName) != nil
+            } catch {
+                return nil
+            }
+        }
         if let atStart = changeCounts(tally) {
             tally.counts.withLock {
                 $0.pending = atStart.pending
@@ -175,12 +191,7 @@ struct SyncWatch {
                     json: ["event": "waiting", "message": .string(error.message)])
             }
         case .didFailSync(let descriptor, let error):
-            guard descriptor.isDownloaded else {
-                return CommandError(
-                    message:
-                        "the layer was removed from the store while it was watched (\(error.message)); download it again to watch it",
-                    status: ExitStatus.problems)
-            }
+            guard descriptor.isDownloaded else { return Self.removedWhileWatched("(\(error.message))") }
             return ExitStatus.clientFailure(error, token: token)
         case .didFinishSync:
             let resumed = tally.counts.withLock { counts in
@@ -227,9 +238,19 @@ struct SyncWatch {
                     continue
                 }
             }
+            // Another process's removal (instantctl rm, prune) ends the watch now, rather
+            // than at the listen's next answer, up to half a minute later.
+            if tally.isStored() == false { return .failure(Self.removedWhileWatched("by another process")) }
             try? await Task.sleep(for: pollInterval)
         }
         return nil
+    }
+
+    private static func removedWhileWatched(_ detail: String) -> CommandError {
+        CommandError(
+            message:
+                "the layer was removed from the store while it was watched \(detail); download it again to watch it",
+            status: ExitStatus.documentGone)
     }
 
     /// After a cycle, the changes the server decided since the last count (those pending
