@@ -201,6 +201,29 @@ import ServerTestSupport
         }
     }
 
+    /// Bytes without a PDF header in their first 1024 (another kind of file, short or
+    /// long, raw or multipart) are refused with a message that says so, and nothing is
+    /// stored; a header after some junk (which readers accept) is a PDF.
+    @Test func anUploadThatIsNotAPDFIsRefusedAndStoresNothing() async throws {
+        try await TestServer.with { server in
+            let html = Data("<html><body>404 Not Found</body></html>".utf8)
+            var long = Data(repeating: 0x50, count: 300_000)
+            long.replaceSubrange(1020..<1025, with: Data("%PDF-".utf8))  // starts at byte 1020: ends past 1024
+            for body in [html, long] {
+                let raw = try await server.upload("wrong", body)
+                #expect(raw.status == 400 && raw.errorCode == "invalidRequest")
+                #expect(String(decoding: raw.body, as: UTF8.self).contains("not a PDF"))
+                #expect(try await upload(server, form([("file", "wrong.pdf", body)])).status == 400)
+            }
+            #expect(try await server.api(.GET, "/documents/wrong").status == 404)
+            #expect(storedPDFs(server.dataDirectory) == 0)
+            var late = Data("junk before the header\n".utf8) + samplePDF(2_000)
+            late.append(contentsOf: [0xFF, 0x00])
+            #expect(try await server.upload("late", late).status == 201)
+            #expect(storedPDFs(server.dataDirectory) == 1)
+        }
+    }
+
     @Test func applyInstantJSONTakesAMultipartPart() async throws {
         try await TestServer.with { server in
             try await server.upload("d", samplePDF(2_000))

@@ -93,7 +93,8 @@ struct DocumentUpload {
     /// Streams `chunks` into the store as the PDF of the upload name `name`.
     private func ingest<Chunks: AsyncSequence>(_ name: String, _ chunks: Chunks) async throws -> StoredPDF
     where Chunks.Element: ContiguousBytes {
-        let stored = try await server.pdfs.ingestPDF(tenant: server.pdfTenant, document: name, chunks: chunks)
+        let stored = try await server.pdfs.ingestPDF(
+            tenant: server.pdfTenant, document: name, chunks: PDFSignatureCheck(chunks))
         guard stored.size > 0 else { throw ProtocolError(.invalidRequest, "the PDF is empty") }
         return stored
     }
