@@ -9,13 +9,13 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the server until SIGINT or SIGTERM.",
         discussion: """
-            Without --dev, API_AUTH_TOKEN and JWT_PUBLIC_KEY must be set. With --dev, a key
-            pair and an API token are made in the data directory's dev/ folder (and reused),
+            Without --dev, API_AUTH_TOKEN and JWT_PUBLIC_KEY must be set. With --dev, a key \
+            pair and an API token are made in the data directory's dev/ folder (and reused), \
             and printed with a ready client token.
 
-            Exits 0 after SIGINT or SIGTERM, 78 (EX_CONFIG) when the configuration from the
-            environment is missing or invalid (the message says which setting), 1 on any
-            other failure to start, such as a data directory another server is using (one
+            Exits 0 after SIGINT or SIGTERM, 78 (EX_CONFIG) when the configuration from the \
+            environment is missing or invalid (the message says which setting), 1 on any \
+            other failure to start, such as a data directory another server is using (one \
             server per data directory: the message names the other one's process).
             """)
 
@@ -27,8 +27,15 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         var logger = Logger(label: "instant-server")
-        logger.logLevel =
-            ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"]
+        guard let chosen = level.map({ Logger.Level(rawValue: $0.lowercased()) }) ?? .info else {
+            // A typo would otherwise log at info, silently: said as the other settings are.
+            let names = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            FileHandle.standardError.write(
+                Data("instant-server cannot start:\n  - LOG_LEVEL is \"\(level ?? "")\", not one of \(names)\n".utf8))
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        logger.logLevel = chosen
         var configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration(

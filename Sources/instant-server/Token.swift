@@ -6,7 +6,7 @@ struct Token: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a client JWT, for development and tests.",
         discussion: """
-            Signs with the private key (RSA: RS256 unless --algorithm RS512; P-256: ES256;
+            Signs with the private key (RSA: RS256 unless --algorithm RS512; P-256: ES256; \
             P-521: ES512). Example:
               instant-server token --document contract-7 --layer review --user ana \\
                 --permissions read-document,write --expires-in 1h --private-key key.pem
@@ -22,6 +22,14 @@ struct Token: AsyncParsableCommand {
     @Option(help: "RS256, RS512, ES256 or ES512 (default: from the key).") var algorithm: String?
 
     func validate() throws {
+        guard !document.isEmpty else { throw ValidationError("--document must not be empty") }
+        // A name the server does not know grants nothing, silently: a typo ("wirte") would
+        // give a token that is refused later, far from its cause.
+        let known = Permissions.allNames + ["all"]
+        for name in permissionNames where !known.contains(name) {
+            throw ValidationError(
+                "--permissions: \"\(name)\" is not one of \(known.joined(separator: ", "))")
+        }
         guard TokenLifetime.parse(expiresIn) != nil else {
             throw ValidationError("--expires-in must look like 90s, 30m, 1h or 7d, not \"\(expiresIn)\"")
         }
@@ -30,14 +38,19 @@ struct Token: AsyncParsableCommand {
         }
     }
 
+    /// The names given with --permissions (none when it is left out).
+    private var permissionNames: [String] {
+        (permissions ?? "").split(separator: ",", omittingEmptySubsequences: true)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
     func run() async throws {
         guard let data = FileManager.default.contents(atPath: privateKey) else {
             throw ValidationError("cannot read the private key at \(privateKey)")
         }
         let claims = InstantClaims(
             documentID: document, layer: layer, userID: user,
-            permissions: permissions.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-                ?? Permissions.allNames,
+            permissions: permissions == nil ? Permissions.allNames : permissionNames,
             expiration: Date().addingTimeInterval(TokenLifetime.parse(expiresIn) ?? 3600))
         let (keys, _) = try await JWTKeys.signer(
             privateKeyPEM: String(decoding: data, as: UTF8.self), preferred: algorithm.flatMap(JWTAlgorithmName.init))

@@ -36,6 +36,13 @@ import ServerTestSupport
             ]))
         #expect(try await badAlgorithm.exit().status == 78)
         #expect(badAlgorithm.standardError.contains("JWT_ALGORITHM"), "\(badAlgorithm.standardError)")
+
+        let badLevel = try ChildProcess(
+            Executables.url("instant-server"), ["--dev"], environment: environment(["LOG_LEVEL": "verbose"]))
+        #expect(try await badLevel.exit().status == 78)
+        #expect(
+            badLevel.standardError.contains(#"LOG_LEVEL is "verbose", not one of trace, debug, info"#),
+            "\(badLevel.standardError)")
     }
 
     /// One server per data directory: a second one refuses to start (exit 1), naming the
@@ -84,6 +91,19 @@ import ServerTestSupport
             ], environment: environment())
         #expect(try await minting.exit().status == 0)
         let readOnly = minting.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A permission name the server does not know (a typo) or no document is a usage
+        // error, not a token that grants less than asked.
+        for wrong in [["--document", "example", "--permissions", "read-document,wirte"], ["--document", ""]] {
+            let refused = try ChildProcess(
+                Executables.url("instant-server"),
+                ["token"] + wrong + ["--private-key", data.appendingPathComponent("dev/private-key.pem").path],
+                environment: environment())
+            #expect(try await refused.exit().status == 64, "\(wrong)")
+            #expect(refused.standardOutput.isEmpty)
+            #expect(
+                refused.standardError.contains(#""wirte" is not one of read-document, write, download, all"#)
+                    || refused.standardError.contains("--document must not be empty"), "\(refused.standardError)")
+        }
         let write = SyncRequest(
             clientId: "reader-0123456789abcdef", baseRevision: 0,
             changes: [
