@@ -182,6 +182,24 @@ import Testing
                 #expect(refused.status == 6, "\(refused.error)")
                 #expect(refused.error.contains("get a new JWT") && !refused.error.contains(expired))
 
+                try await withRoot { other in
+                    // A JWT of another user than the layer's says so once, with the command that mends it.
+                    let ana = try await server.token(document: "here", user: "ana")
+                    #expect(
+                        try await instantctl(["download", "--server", server.base, "--jwt", ana], root: other).status
+                            == 0)
+                    let bob = try await server.token(document: "here", user: "bob")
+                    let mismatch = try await instantctl(["sync", "--jwt", bob], root: other)
+                    #expect(mismatch.status == 6, "\(mismatch.error)")
+                    #expect(
+                        mismatch.error == """
+                            instantctl: the layer is stored for user ana, and this JWT is for user bob: remove the \
+                            document's local storage to change users (instantctl rm --document ID does; it refuses \
+                            while changes wait to be synced)
+
+                            """, "\(mismatch.error)")
+
+                }
                 let missing = try await server.token(document: "gone")
                 let gone = try await instantctl(["download", "--server", server.base, "--jwt", missing], root: root)
                 #expect(gone.status == 7, "\(gone.error)")

@@ -160,7 +160,7 @@ extension ExitStatus {
         case .userIDMismatch:
             return CommandError(
                 message:
-                    "\(message); the layer belongs to another user: remove its local storage (instantctl rm) to use this JWT",
+                    "\(message) (instantctl rm --document ID does; it refuses while changes wait to be synced)",
                 status: authentication)
         case .invalidDocument:
             return CommandError(
