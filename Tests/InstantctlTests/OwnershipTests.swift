@@ -55,6 +55,20 @@ import Testing
         #expect(anyOwner.status == 5, "past the check, to the network: \(anyOwner.error)")
     }
 
+    /// A root that is a file, or lies under one, is said as such (not "no store", nor a
+    /// failed mkdir), and nothing is made.
+    @Test func aRootThatIsAFileIsSaidAsSuch() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-file-\(UUID().uuidString)")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for (root, said) in [(file, "is not a directory"), (file.appendingPathComponent("store"), "lies under a file")]
+        {
+            let listed = try await instantctl(["ls"], root: root)
+            #expect(listed.status == 4 && listed.error.contains(said), "\(listed.error)")
+        }
+        #expect(try Data(contentsOf: file) == Data("x".utf8))
+    }
+
     /// Every path under `root` (itself included), with its owner.
     private static func files(under root: URL) throws -> [String] {
         let paths = [root.path] + (FileManager.default.subpaths(atPath: root.path) ?? []).map { root.path + "/" + $0 }

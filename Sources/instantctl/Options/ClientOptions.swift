@@ -126,7 +126,7 @@ struct ClientOptions: ParsableArguments {
         guard tenants.count == 1, let tenant = tenants.first, let url = URL(string: tenant.string) else {
             throw CommandError.usage(
                 tenants.isEmpty
-                    ? "no layer of document \(Formats.identifier(document)) is stored: pass --server"
+                    ? "no layer of document \(Formats.identifier(document)) is stored, so its server is not known: pass --server"
                         + Formats.otherSpellingHint(of: document, among: stored.lazy.map(\.documentIdentifier))
                     : "document \(Formats.identifier(document)) is stored for several servers: pass --server")
         }

@@ -19,6 +19,11 @@ enum StoreOwner {
         guard stat(root.path, &info) == 0 else {
             let error = errno
             if error == ENOENT { return try checkNewStore(root.path) }
+            if error == ENOTDIR {
+                throw CommandError(
+                    message: "the store root \(root.path) lies under a file; set --root or INSTANT_HOME to a directory",
+                    status: ExitStatus.unavailable)
+            }
             guard error == EACCES || error == EPERM else { return }
             // A directory this user may not search hides the store: said as such, not as
             // "no store" (or, for a download, as a store that cannot be made).
@@ -26,6 +31,11 @@ enum StoreOwner {
                 message:
                     "cannot read the store at \(root.path): \(String(cString: strerror(error)).lowercased()); "
                     + "run the command as the store's owner, or set --root or INSTANT_HOME",
+                status: ExitStatus.unavailable)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw CommandError(
+                message: "the store root \(root.path) is not a directory; set --root or INSTANT_HOME to a directory",
                 status: ExitStatus.unavailable)
         }
         guard info.st_uid != geteuid() else { return }
