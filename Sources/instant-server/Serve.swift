@@ -27,8 +27,9 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         var logger = Logger(label: "instant-server")
-        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"]
-        guard let chosen = level.map({ Logger.Level(rawValue: $0.lowercased()) }) ?? .info else {
+        // Empty is unset, as for every other setting; "warn" is what many tools call warning.
+        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        guard let chosen = level.map({ Logger.Level(rawValue: $0 == "warn" ? "warning" : $0) }) ?? .info else {
             // A typo would otherwise log at info, silently: said as the other settings are.
             let names = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
             FileHandle.standardError.write(

@@ -26,6 +26,9 @@ struct Token: AsyncParsableCommand {
         // A name the server does not know grants nothing, silently: a typo ("wirte") would
         // give a token that is refused later, far from its cause.
         let known = Permissions.allNames + ["all"]
+        if permissions != nil && permissionNames.isEmpty {
+            throw ValidationError("--permissions names none; give one or more of \(known.joined(separator: ", "))")
+        }
         for name in permissionNames where !known.contains(name) {
             throw ValidationError(
                 "--permissions: \"\(name)\" is not one of \(known.joined(separator: ", "))")
@@ -40,8 +43,9 @@ struct Token: AsyncParsableCommand {
 
     /// The names given with --permissions (none when it is left out).
     private var permissionNames: [String] {
-        (permissions ?? "").split(separator: ",", omittingEmptySubsequences: true)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+        (permissions ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
     }
 
     func run() async throws {

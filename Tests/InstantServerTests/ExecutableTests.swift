@@ -65,10 +65,20 @@ import ServerTestSupport
         #expect(first.isRunning)
         first.signal(SIGTERM)
         #expect(try await first.exit().status == 0)
-        let third = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: environment())
+        // (An empty LOG_LEVEL is unset, as every setting's; "WARN" is warning.)
+        let third = try ChildProcess(
+            Executables.url("instant-server"), ["--dev"], environment: environment(["LOG_LEVEL": ""]))
         _ = try await started(third)
         third.signal(SIGTERM)
         #expect(try await third.exit().status == 0)
+        let quiet = try ChildProcess(
+            Executables.url("instant-server"), ["--dev"], environment: environment(["LOG_LEVEL": "WARN"]))
+        _ = try await quiet.waitForOutput(containing: "more tokens:")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(quiet.isRunning, "\(quiet.standardError)")
+        quiet.signal(SIGTERM)
+        #expect(try await quiet.exit().status == 0)
+        #expect(!quiet.standardError.contains("serving"), "info is below warning")
     }
 
     @Test func devModeServesAndSIGTERMEndsLongPollsAndKeepsTheData() async throws {
@@ -93,7 +103,10 @@ import ServerTestSupport
         let readOnly = minting.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         // A permission name the server does not know (a typo) or no document is a usage
         // error, not a token that grants less than asked.
-        for wrong in [["--document", "example", "--permissions", "read-document,wirte"], ["--document", ""]] {
+        for wrong in [
+            ["--document", "example", "--permissions", "read-document,wirte"], ["--document", ""],
+            ["--document", "example", "--permissions", " , "],
+        ] {
             let refused = try ChildProcess(
                 Executables.url("instant-server"),
                 ["token"] + wrong + ["--private-key", data.appendingPathComponent("dev/private-key.pem").path],
@@ -102,7 +115,8 @@ import ServerTestSupport
             #expect(refused.standardOutput.isEmpty)
             #expect(
                 refused.standardError.contains(#""wirte" is not one of read-document, write, download, all"#)
-                    || refused.standardError.contains("--document must not be empty"), "\(refused.standardError)")
+                    || refused.standardError.contains("--document must not be empty")
+                    || refused.standardError.contains("--permissions names none"), "\(refused.standardError)")
         }
         let write = SyncRequest(
             clientId: "reader-0123456789abcdef", baseRevision: 0,

@@ -171,7 +171,7 @@ struct ServerAPI: Sendable {
         if let error = error as? NIOConnectionError {
             // A host name's connection (localhost, any DNS name): one attempt per address.
             if let lookup = error.dnsAError ?? error.dnsAAAAError {
-                return "the host name \(error.host) was not found (\(lookup))"
+                return "the host name \(error.host) could not be resolved (\(lookup))"
             }
             var reasons: [String] = []
             for failure in error.connectionErrors where !reasons.contains(reason(failure.error)) {
