@@ -37,6 +37,19 @@ import ServerTestSupport
         #expect(try await badAlgorithm.exit().status == 78)
         #expect(badAlgorithm.standardError.contains("JWT_ALGORITHM"), "\(badAlgorithm.standardError)")
 
+        // A data directory that cannot be made is said in the system's words, with its code.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-file-\(UUID())")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let underAFile = try ChildProcess(
+            Executables.url("instant-server"), ["--dev"],
+            environment: environment(["INSTANT_SERVER_DATA": file.appendingPathComponent("data").path]))
+        #expect(try await underAFile.exit().status == 1)
+        #expect(
+            underAFile.standardError.contains("(data_directory_unusable)")
+                && underAFile.standardError.contains("Not a directory"), "\(underAFile.standardError)")
+        #expect(underAFile.standardOutput.isEmpty)
+
         let badLevel = try ChildProcess(
             Executables.url("instant-server"), ["--dev"], environment: environment(["LOG_LEVEL": "verbose"]))
         #expect(try await badLevel.exit().status == 78)

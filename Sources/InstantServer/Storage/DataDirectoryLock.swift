@@ -28,9 +28,7 @@ public final class DataDirectoryLock: Sendable {
     /// Makes the directory when it is missing (0700: it holds every user's annotations,
     /// and is narrowed to 0700 when it exists), then takes its lock.
     public init(directory: URL) throws {
-        try FileManager.default.createDirectory(
-            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+        try Self.prepare(directory.path)
         let path = directory.appendingPathComponent("server.lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw DataDirectoryError.lockFailed(path, errno) }
@@ -52,6 +50,25 @@ public final class DataDirectoryLock: Sendable {
 
     deinit { close(descriptor) }
 
+    /// Makes `path` (and its missing parents) 0700, or narrows it to 0700, with the
+    /// system's own words for what stops it.
+    private static func prepare(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 {
+            let error = errno
+            let parent = (path as NSString).deletingLastPathComponent
+            if error == ENOENT, !parent.isEmpty, parent != path {
+                try prepare(parent)
+                if mkdir(path, 0o700) != 0 && errno != EEXIST { throw DataDirectoryError.unusable(path, errno) }
+            } else if error != EEXIST {
+                throw DataDirectoryError.unusable(path, error)
+            }
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw DataDirectoryError.unusable(path, errno) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw DataDirectoryError.unusable(path, ENOTDIR) }
+        if info.st_mode & 0o7777 != 0o700, chmod(path, 0o700) != 0 { throw DataDirectoryError.unusable(path, errno) }
+    }
+
     /// The process id the holder wrote, if it reads as one.
     private static func holder(_ descriptor: Int32) -> Int32? {
         var bytes = [UInt8](repeating: 0, count: 32)
@@ -69,6 +86,9 @@ public struct DataDirectoryError: Error, Sendable, CustomStringConvertible {
         case inUse = "data_directory_in_use"
         /// The lock file could not be opened or locked (permissions, a read-only disk).
         case lockFailed = "data_directory_lock_failed"
+        /// The directory could not be made, or narrowed to 0700 (a read-only disk, a file
+        /// in the way, a parent this user may not write).
+        case unusable = "data_directory_unusable"
     }
 
     public var code: Code
@@ -83,6 +103,14 @@ public struct DataDirectoryError: Error, Sendable, CustomStringConvertible {
             code: .inUse,
             message:
                 "the data directory \(directory) is in use by \(who); one server per data directory: stop the other, or set INSTANT_SERVER_DATA to another directory"
+        )
+    }
+
+    static func unusable(_ path: String, _ error: Int32) -> DataDirectoryError {
+        DataDirectoryError(
+            code: .unusable,
+            message:
+                "cannot use the data directory \(path): \(String(cString: strerror(error))); set INSTANT_SERVER_DATA to a writable directory"
         )
     }
 
