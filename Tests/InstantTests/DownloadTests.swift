@@ -208,6 +208,20 @@ import Testing
         }
     }
 
+    /// The server itself at a path it does not serve (a server URL with a prefix too many)
+    /// answers "no such route": a wrong URL, said so, not the document gone.
+    @Test func aRouteTheServerLacksIsAWrongURL() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let prefixed = try #require(URL(string: h.proxy.url.absoluteString + "/instant"))
+            let client = try InstantClient(serverURL: prefixed, storeRoot: h.root)
+            let token = try await h.jwt("doc")
+            let wrong = await failure(of: try client.documentDescriptor(forJWT: token).download(usingJWT: token))
+            #expect(wrong?.code == .requestFailed, "\(String(describing: wrong))")
+            #expect(wrong?.message.contains("no such route") == true && wrong?.message.contains("prefix") == true)
+        }
+    }
+
     /// A server that cannot be reached is said plainly ("connection refused"), not in
     /// NIO's words, which name a reset that did not happen.
     /// Both by address and by host name (whose connection NIO wraps, one attempt per address).
