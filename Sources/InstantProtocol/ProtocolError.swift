@@ -67,6 +67,10 @@ public struct ProtocolError: Error, Sendable, Equatable, Codable, CustomStringCo
     }
 
     public var description: String { "\(code.rawValue): \(message)" }
+
+    /// The message of the server's `notFound` for a path it does not serve: a client reads
+    /// it as a wrong server URL, not a document gone (docs/PROTOCOL.md, Errors).
+    public static let noSuchRoute = "no such route"
 }
 
 /// The body of every error response.

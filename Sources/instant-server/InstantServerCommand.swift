@@ -13,7 +13,8 @@ struct InstantServerCommand: AsyncParsableCommand {
             docs/PROTOCOL.md). Configuration comes from the environment: HOST (127.0.0.1), \
             PORT (5000), INSTANT_SERVER_DATA (./instant-server-data; one server per data \
             directory), API_AUTH_TOKEN, JWT_PUBLIC_KEY (PEM text or a file path), \
-            JWT_ALGORITHM (RS256, RS512, ES256, ES512), LOG_LEVEL, and the limits \
+            JWT_ALGORITHM (RS256, RS512, ES256, ES512), LOG_LEVEL (info; trace, debug, notice, \
+            warning, error or critical), and the limits \
             (docs/PROTOCOL.md, Limits): MAX_UPLOAD_SIZE_BYTES, MAX_PAYLOAD_SIZE_BYTES, \
             MAX_BODY_BYTES_IN_FLIGHT, MAX_CHANGES_PER_SYNC, PAGE_MAX_RECORDS, \
             MAX_ANNOTATIONS_LISTED, MAX_LISTENERS, MAX_LISTENERS_PER_LAYER, \

@@ -21,7 +21,8 @@ struct Instantctl: AsyncParsableCommand {
               2  usage: bad arguments or options
               3  refused: local changes not yet synced would be lost (see rm --force, --export), \
             or the store is a server's data directory (its PDFs are originals: nothing is removed)
-              4  the store is busy (locked by another process), cannot be read, or \
+              4  the store is busy (locked by another process), cannot be read (its root is \
+            not a directory, say), or \
             belongs to another user (root included: run as its owner, sudo -u OWNER; \
             INSTANTCTL_ANY_OWNER=1 for file systems that keep no owners)
               5  the server could not be reached, or failed: an attempt that fails ends the \

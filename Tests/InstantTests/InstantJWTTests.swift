@@ -83,4 +83,14 @@ import Testing
         #expect(error.isAuthenticationFailure == [401, 403].contains(code.status))
         #expect(error.isRetryable == [500, 503].contains(code.status))
     }
+
+    /// The server's `notFound` for a path it does not serve is a wrong server URL, retried;
+    /// for a path it serves with another method, or any other `notFound`, it is not.
+    @Test func noSuchRouteIsAWrongURL() {
+        let route = InstantError(ProtocolError(.notFound, ProtocolError.noSuchRoute))
+        #expect(route.code == .requestFailed && route.isRetryable && route.message.contains("prefix"))
+        for message in ["no such route for this method", "no document \"d\""] {
+            #expect(InstantError(ProtocolError(.notFound, message)).code == .invalidDocument, "\(message)")
+        }
+    }
 }

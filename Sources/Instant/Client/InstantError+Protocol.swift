@@ -5,8 +5,17 @@ extension InstantError {
     ///
     /// Authentication refusals (401, 403) become ``Code/accessDenied``: never retried, the
     /// app is asked for a new JWT. `internal` and `serverBusy` become ``Code/requestFailed``,
-    /// which is retried with backoff like a network failure.
+    /// which is retried with backoff like a network failure; so does `notFound` "no such
+    /// route", the server answering at a path it does not serve (a server URL with a prefix
+    /// too many or too few), which is no document gone.
     public init(_ error: ProtocolError) {
+        if error.code == .notFound && error.message == ProtocolError.noSuchRoute {
+            self.init(
+                .requestFailed,
+                "the server answered \(error.message): the server URL's path is not the server's (an extra or a missing prefix?)"
+            )
+            return
+        }
         let code: Code =
             switch error.code {
             case .missingToken, .invalidToken, .tokenExpired, .wrongDocument, .permissionDenied: .accessDenied

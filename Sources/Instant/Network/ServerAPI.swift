@@ -217,14 +217,6 @@ enum APIFailure: Error, Sendable, Equatable {
                 .requestFailed,
                 "the answer was a 404 without the server's error body: not the Instant server's (a wrong server URL, or a proxy in front of it that lost its route)"
             )
-        case .refused(let error, 404, _, false)
-        where error.code == .notFound && error.message.hasPrefix("no such route"):
-            // The server itself, at a path it does not serve (an extra or missing prefix in
-            // the server URL): the request never reached a document.
-            InstantError(
-                .requestFailed,
-                "the server answered \(error.message): the server URL's path is not the server's (an extra or a missing prefix?)"
-            )
         case .refused(let error, _, let retryAfter, _):
             {
                 var mapped = InstantError(error)

@@ -1,8 +1,8 @@
 import Foundation
 
 /// How the client waits before it tries a failed request again (network failures, 5xx,
-/// `serverBusy`): exponential, jittered backoff with a cap. Authentication failures are
-/// never retried.
+/// `serverBusy`, a proxy's bare 404, 408 or 429, the server's "no such route"):
+/// exponential, jittered backoff with a cap. Authentication failures are never retried.
 ///
 /// ```swift
 /// client.retryPolicy = RetryPolicy(initialDelay: .milliseconds(200), maximumDelay: .seconds(30))

@@ -41,7 +41,7 @@ struct ErrorMiddleware: RouterMiddleware {
         case is NIOTooManyBytesError: return ProtocolError(.payloadLimitExceeded, "the body is too large")
         case is CancellationError: return ProtocolError(.serverBusy, "the request was cancelled")
         case let error as HTTPError where error.status == .notFound:
-            return ProtocolError(.notFound, "no such route")
+            return ProtocolError(.notFound, ProtocolError.noSuchRoute)
         case let error as HTTPError where error.status == .contentTooLarge:
             return ProtocolError(.payloadLimitExceeded, "the body is too large")
         case let error as HTTPError where error.status == .methodNotAllowed:

@@ -139,7 +139,8 @@ extension ExitStatus {
     static let network = ExitCode(5)
     /// The server refused the JWT (expired, wrong document, no permission), or it is another user's.
     static let authentication = ExitCode(6)
-    /// The server says the document does not exist (any more).
+    /// The server says the document does not exist (any more), or its layer was removed
+    /// from the store meanwhile (by another process, say).
     static let documentGone = ExitCode(7)
 
     /// A client error as an exit status, with a message that says what to do; `token` is

@@ -20,7 +20,8 @@ struct Sync: AsyncParsableCommand {
             With --watch the command listens for the server's changes and syncs until \
             Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
             object per line with --json), and sends local changes as they are made, by any \
-            process. An unreachable server is waited for; a refused JWT (status 6), a \
+            process. An unreachable server is waited for (so is an answer that is not the \
+            server's, such as a wrong URL's: the wait is reported once); a refused JWT (status 6), a \
             document gone from the server, or its layer removed from this store by another \
             process (status 7) ends it.
 
