@@ -57,12 +57,17 @@ public final class InstantServer: Sendable {
         } else {
             self.dataLock = try DataDirectoryLock(directory: configuration.dataDirectory)
         }
-        database = try ServerDatabase(path: configuration.dataDirectory.appendingPathComponent("server.sqlite").path)
+        let data = configuration.dataDirectory
+        database = try DataDirectoryError.sayingAFullDisk(data) {
+            try ServerDatabase(path: data.appendingPathComponent("server.sqlite").path)
+        }
         // Deletions a kill cut short: their rows are hidden already; they go in the background.
         database.reap()
         pdfTenant = try TenantURL("http://instant-server.local")
         // The origin of its PDFs: no prune, GC or instantctl removes one, and uploads are synced.
-        pdfs = try InstantStore(root: configuration.dataDirectory.appendingPathComponent("pdfs"), role: .origin)
+        pdfs = try DataDirectoryError.sayingAFullDisk(data) {
+            try InstantStore(root: data.appendingPathComponent("pdfs"), role: .origin)
+        }
         // After a rebuild of the PDF store's catalog, its documents (which have no layers
         // there) are gone while their PDFs are not: link each document to its PDF again.
         // Sets of identifiers by their bytes: two spellings Swift calls equal are two documents.

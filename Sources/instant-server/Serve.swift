@@ -16,7 +16,8 @@ struct Serve: AsyncParsableCommand {
             Exits 0 after SIGINT or SIGTERM, 78 (EX_CONFIG) when the configuration from the \
             environment is missing or invalid (the message says which setting), 1 on any \
             other failure to start, such as a data directory another server is using (one \
-            server per data directory: the message names the other one's process).
+            server per data directory: the message names the other one's process) or one on \
+            a full disk (data_directory_full).
             """)
 
     @Flag(help: "Generate (or reuse) a development key pair and API token, and print them.")

@@ -94,6 +94,26 @@ import ServerTestSupport
         #expect(!quiet.standardError.contains("serving"), "info is below warning")
     }
 
+    /// A server started on a file system with no room left says so (data_directory_full),
+    /// not SQLite's "disk I/O error", which sends an operator looking for a failing disk.
+    @Test(.enabled(if: TinyDisk.canMount, "needs root, to mount a tmpfs"))
+    func aServerStartedOnAFullDiskSaysTheDiskIsFull() async throws {
+        let disk = try TinyDisk(megabytes: 4)
+        defer { disk.unmount() }
+        var settings = environment()
+        settings["INSTANT_SERVER_DATA"] = disk.path.appendingPathComponent("data").path
+        let first = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: settings)
+        _ = try await started(first)
+        first.signal(SIGTERM)
+        #expect(try await first.exit().status == 0)
+        try disk.fill()
+        let full = try ChildProcess(Executables.url("instant-server"), ["--dev"], environment: settings)
+        #expect(try await full.exit().status == 1)
+        #expect(
+            full.standardError.contains("cannot start (data_directory_full)")
+                && full.standardError.contains("free space on it"), "\(full.standardError)")
+    }
+
     @Test func devModeServesAndSIGTERMEndsLongPollsAndKeepsTheData() async throws {
         defer { try? FileManager.default.removeItem(at: data) }
         let http = HTTPClient(eventLoopGroupProvider: .singleton)

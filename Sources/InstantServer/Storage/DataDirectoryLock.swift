@@ -89,6 +89,8 @@ public struct DataDirectoryError: Error, Sendable, CustomStringConvertible {
         /// The directory could not be made, or narrowed to 0700 (a read-only disk, a file
         /// in the way, a parent this user may not write).
         case unusable = "data_directory_unusable"
+        /// The file system holding it has no room left, so its databases cannot be opened.
+        case full = "data_directory_full"
     }
 
     public var code: Code
@@ -112,6 +114,26 @@ public struct DataDirectoryError: Error, Sendable, CustomStringConvertible {
             message:
                 "cannot use the data directory \(path): \(String(cString: strerror(error))); set INSTANT_SERVER_DATA to a writable directory"
         )
+    }
+
+    /// Runs `open`; a failure while the file system holding `directory` has (almost) no
+    /// room left is ``Code/full``, which says so, rather than SQLite's "disk I/O error"
+    /// (what a `-shm` it cannot create reads as), which sends an operator looking for a
+    /// failing disk.
+    static func sayingAFullDisk<T>(_ directory: URL, _ open: () throws -> T) throws -> T {
+        do {
+            return try open()
+        } catch {
+            var stats = statvfs()
+            guard statvfs(directory.path, &stats) == 0 else { throw error }
+            let free = UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+            guard free < 1 << 20 else { throw error }
+            throw DataDirectoryError(
+                code: .full,
+                message:
+                    "the file system holding the data directory \(directory.path) is full (\(free) bytes free), so its databases cannot be opened (\(error)); free space on it, then start the server again"
+            )
+        }
     }
 
     static func lockFailed(_ path: String, _ error: Int32) -> DataDirectoryError {

@@ -1,0 +1,65 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A tmpfs of a few MiB mounted on a temporary directory.
+public struct TinyDisk: Sendable {
+    public let path: URL
+
+    /// Whether this process may mount one (root, with the right to mount).
+    public static let canMount: Bool = {
+        guard getuid() == 0, let disk = try? TinyDisk(megabytes: 1) else { return false }
+        disk.unmount()
+        return true
+    }()
+
+    public init(megabytes: Int) throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("tiny-disk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+        let mounted = try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path.path])
+        guard mounted else {
+            try? FileManager.default.removeItem(at: path)
+            throw CocoaError(.fileWriteNoPermission)
+        }
+    }
+
+    /// Writes files until the disk has no room left: blocks, then smaller pieces, until
+    /// not one byte more fits (ENOSPC).
+    public func fill() throws {
+        for (index, size) in [65536, 4096, 512, 1].enumerated() {
+            let descriptor = open(path.appendingPathComponent("filler-\(index)").path, O_WRONLY | O_CREAT, 0o600)
+            guard descriptor >= 0 else { return }
+            defer { close(descriptor) }
+            let piece = [UInt8](repeating: 0, count: size)
+            while true {
+                let written = piece.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { break }
+            }
+        }
+    }
+
+    /// The bytes still free on the disk.
+    public var available: UInt64 {
+        var stats = statvfs()
+        guard statvfs(path.path, &stats) == 0 else { return .max }
+        return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
+    }
+
+    public func unmount() {
+        _ = try? Self.run("/bin/umount", ["-l", path.path])
+        try? FileManager.default.removeItem(at: path)
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+}
