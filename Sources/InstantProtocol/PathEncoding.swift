@@ -1,12 +1,15 @@
 /// How identifiers go into paths and queries (docs/PROTOCOL.md): every byte of their UTF-8
 /// except `A–Z a–z 0–9 - . _ ~` is percent-encoded, so `a/b` becomes `a%2Fb` and `é`
-/// becomes `%C3%A9`.
+/// becomes `%C3%A9`. An identifier that is exactly `.` or `..` has its dots encoded too
+/// (`%2E`): as a path segment, a URL library or a proxy would otherwise resolve it away
+/// (`/documents/../pdf` is `/pdf`), and the request would reach another route.
 ///
 /// ```swift
 /// let path = "/i/v1/documents/\(PathEncoding.encode("reports/2026"))/pdf"
 /// ```
 public enum PathEncoding {
     public static func encode(_ text: String) -> String {
+        if text == "." || text == ".." { return String(repeating: "%2E", count: text.count) }
         var result = ""
         for byte in text.utf8 {
             switch byte {

@@ -222,6 +222,22 @@ import Testing
         }
     }
 
+    /// Documents and layers named `.` or `..` download and sync with their dots encoded
+    /// (`%2E`, which the server decodes). Sent as they are, they worked here too, but a proxy
+    /// that normalises paths would have sent `/documents/../pdf` to `/pdf`
+    /// (`PathEncodingTests.dotSegmentsAreEncoded` is the test that fails without it).
+    @Test(arguments: [".", ".."])
+    func aDocumentNamedWithDotsIsItsOwn(name: String) async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload(name, samplePDF())
+            let client = try h.client()
+            let descriptor = try await h.downloaded(client, name, layer: name)
+            try descriptor.editableDocument.add(note("dotted", id: "d"))
+            try await descriptor.sync().result()
+            #expect(descriptor.documentState == .clean)
+        }
+    }
+
     /// A server that cannot be reached is said plainly ("connection refused"), not in
     /// NIO's words, which name a reset that did not happen.
     /// Both by address and by host name (whose connection NIO wraps, one attempt per address).

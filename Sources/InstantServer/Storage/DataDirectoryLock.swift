@@ -1,4 +1,6 @@
 import Foundation
+import GRDB
+import InstantStore
 
 #if canImport(Glibc)
     import Glibc
@@ -124,16 +126,30 @@ public struct DataDirectoryError: Error, Sendable, CustomStringConvertible {
         do {
             return try open()
         } catch {
+            // Only errors a full disk makes (a damaged or newer database is told as it is),
+            // and only a disk full for this user (root may write into ext4's reserve).
+            guard isSpaceError(error) else { throw error }
             var stats = statvfs()
             guard statvfs(directory.path, &stats) == 0 else { throw error }
-            let free = UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
-            guard free < 1 << 20 else { throw error }
+            let blocks = geteuid() == 0 ? UInt64(stats.f_bfree) : UInt64(stats.f_bavail)
+            let free = blocks * UInt64(stats.f_frsize)
+            guard free < 1 << 20 || stats.f_favail == 0 else { throw error }
             throw DataDirectoryError(
                 code: .full,
                 message:
                     "the file system holding the data directory \(directory.path) is full (\(free) bytes free), so its databases cannot be opened (\(error)); free space on it, then start the server again"
             )
         }
+    }
+
+    /// SQLite's I/O errors (a `-shm` it cannot make), `SQLITE_FULL`, `SQLITE_CANTOPEN`, and
+    /// the store's own full disk.
+    private static func isSpaceError(_ error: any Error) -> Bool {
+        if let error = error as? DatabaseError {
+            return [.SQLITE_IOERR, .SQLITE_FULL, .SQLITE_CANTOPEN].contains(error.resultCode)
+        }
+        if case .diskFull? = error as? StoreError { return true }
+        return false
     }
 
     static func lockFailed(_ path: String, _ error: Int32) -> DataDirectoryError {
