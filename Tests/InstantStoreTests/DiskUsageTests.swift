@@ -131,6 +131,28 @@ import Testing
         #expect(try store.diskUsage().reclaimableBytes == 0)
     }
 
+    /// A download a killed process cut short leaves its PDF's temp file in `tmp/` (a whole
+    /// PDF, perhaps): `diskUsage` counts it apart, and prune's dry run and prune count what
+    /// sweeping it frees, in "freed" and in the size before, then nothing is left.
+    @Test func aDownloadCutShortIsCountedAndPruneFreesIt() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let dead = scratch.store.layout.tmpDirectory + "/0123456789abcdef0123456789abcdef.blob"
+        try Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }).write(to: URL(fileURLWithPath: dead))
+        let onDisk = FileSystem.allocatedBytes(dead)
+        #expect(onDisk >= 1 << 20)
+        #expect(try scratch.store.diskUsage().temporaryBytes >= onDisk)
+        let before = try scratch.store.diskUsage().totalStoredBytes
+        let dryRun = try scratch.store.prune(PruneOptions(dryRun: true))
+        #expect(dryRun.removed.swept == ["tmp/0123456789abcdef0123456789abcdef.blob"])
+        #expect(dryRun.removed.bytesFreed == onDisk)
+        #expect(dryRun.sizeBefore == before + onDisk && dryRun.sizeAfter == before)
+        let pruned = try scratch.store.prune()
+        #expect(pruned.removed.bytesFreed == onDisk && pruned.sizeBefore == before + onDisk)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(try scratch.store.diskUsage().temporaryBytes == 0, "empty locks are all tmp/ holds")
+    }
+
     @Test func localDescriptorsDecodeEveryColumn() throws {
         let scratch = try Scratch()
         let pdfs = try Self.fill(scratch)

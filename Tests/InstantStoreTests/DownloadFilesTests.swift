@@ -12,7 +12,7 @@ import Testing
         let files = try scratch.store.reserveDownloadFiles()
         let made = Set(scratch.tempFiles())
         #expect(made.count == 3, "a PDF's temp file, a layer file and its lock: \(made)")
-        #expect(try scratch.store.sweepAbandoned(dryRun: true).isEmpty, "locked: not a dead writer's")
+        #expect(try scratch.store.sweepAbandoned(dryRun: true).paths.isEmpty, "locked: not a dead writer's")
 
         let pdf = samplePDF(seed: 95)
         let ingest = try scratch.store.beginPDFIngest(

@@ -20,7 +20,7 @@ import Testing
             let locks = scratch.files(in: "tmp").filter { $0.hasSuffix(".layer.lock") }
             #expect(locks.count == 1 && scratch.store.spareLayerLocks.names.isEmpty)
             #expect(try Self.inode(scratch, locks[0]) == inode)
-            #expect(try scratch.store.sweepAbandoned(dryRun: true).isEmpty, "held: a live writer's")
+            #expect(try scratch.store.sweepAbandoned(dryRun: true).paths.isEmpty, "held: a live writer's")
             withExtendedLifetime(files) {}
         }
         #expect(scratch.store.spareLayerLocks.names.count == 1, "unused, it is a spare again")

@@ -130,10 +130,13 @@ extension InstantStore {
     ///
     /// Each entry is a path relative to the root, followed by what became of it when that
     /// was not a plain deletion (`: taken back …`, `: moved to quarantine/…`). A claim or
-    /// lock whose orphan had to be left stays, so the next prune looks again.
-    func sweepAbandoned(dryRun: Bool) throws(StoreError) -> [String] {
+    /// lock whose orphan had to be left stays, so the next prune looks again. `bytes` is
+    /// the disk the deletions free (a dry run's: its temp files and orphan PDFs; an orphan
+    /// layer's fate is known only when it is looked at).
+    func sweepAbandoned(dryRun: Bool) throws(StoreError) -> Sweep {
         let abandoned = try abandonedFiles()
         var swept: [String] = []
+        var bytes: Int64 = 0
         var kept: Set<String> = []
         let sound = dryRun || (abandoned.layerKeys.isEmpty && abandoned.blobs.isEmpty) ? true : try catalog.isSound()
         for key in abandoned.layerKeys {
@@ -142,8 +145,11 @@ extension InstantStore {
                 swept.append(relative + Self.plan(LayerInspection.inspect(path: layout.layerPath(key: key), key: key)))
                 continue
             }
+            let size = FileSystem.allocatedBytes(layout.layerPath(key: key))
             switch try disposeOrphanLayer(key: key, mayDelete: sound) {
-            case .deleted: swept.append(relative)
+            case .deleted:
+                swept.append(relative)
+                bytes += size
             case .adopted(let reference):
                 swept.append("\(relative): taken back as \(reference) (it holds unsynced changes)")
             case .quarantined(let name): swept.append("\(relative): moved to quarantine/\(name) (it may hold data)")
@@ -152,11 +158,15 @@ extension InstantStore {
             }
         }
         for (blob, claim) in abandoned.blobs {
+            let size = FileSystem.allocatedBytes(layout.absolute(blob))
             if dryRun {
                 swept.append(blob + (isOrigin ? ": would be quarantined (a server's store)" : ""))
+                if !isOrigin { bytes += size }
             } else if sound {
                 switch try disposeOrphanBlob(blob) {
-                case .deleted: swept.append(blob)
+                case .deleted:
+                    swept.append(blob)
+                    bytes += size
                 case .quarantined(let name): swept.append("\(blob): moved to quarantine/\(name) (a server's store)")
                 case .claimed, .adopted: break
                 case .left: if leadsTo((blob, claim)) { kept.insert(claim) }
@@ -166,11 +176,14 @@ extension InstantStore {
             }
         }
         for name in abandoned.temp where !kept.contains(name) {
+            let path = layout.tmpDirectory + "/" + name
+            let size = FileSystem.allocatedBytes(path)
             if !dryRun {
                 guard try isDeadTempFile(name) else { continue }
-                try FileSystem.remove(layout.tmpDirectory + "/" + name)
+                try FileSystem.remove(path)
             }
             swept.append("tmp/" + name)
+            bytes += size
         }
         // The sync locks of layers that are gone, and dead spare layer locks: bookkeeping,
         // not listed.
@@ -178,7 +191,13 @@ extension InstantStore {
             _ = try sweepSyncLocks()
             try removeDeadSpares(abandoned.spares)
         }
-        return swept
+        return Sweep(paths: swept, bytes: bytes)
+    }
+
+    /// What ``sweepAbandoned(dryRun:)`` swept (or would), and the disk that frees.
+    struct Sweep {
+        var paths: [String]
+        var bytes: Int64
     }
 
     /// Whether a dead claim still names the orphan it was made for (another name of the

@@ -31,6 +31,9 @@ public struct DiskUsage: Sendable, Equatable, Codable {
     public var totalLogicalBytes: Int64
     /// What ``InstantStore/removeUnreferenced(tenant:)`` would free now.
     public var reclaimableBytes: Int64
+    /// Disk taken by `tmp/` besides the above: downloads in progress, and those a killed
+    /// process cut short (a whole PDF, perhaps), which prune sweeps.
+    public var temporaryBytes: Int64 = 0
 }
 
 extension InstantStore {
@@ -41,6 +44,9 @@ extension InstantStore {
     /// A PDF is unique to a line when every document using it belongs to that line; else
     /// it is shared, and counted in full on each line that uses it.
     public func diskUsage(byDocument: Bool = false) throws(StoreError) -> DiskUsage {
-        try catalog.read { db in try DiskUsageScan.run(db, byDocument: byDocument) }
+        var usage = try catalog.read { db in try DiskUsageScan.run(db, byDocument: byDocument) }
+        let names = (try? FileSystem.contents(of: layout.tmpDirectory)) ?? []
+        usage.temporaryBytes = names.reduce(0) { $0 + FileSystem.allocatedBytes(layout.tmpDirectory + "/" + $1) }
+        return usage
     }
 }

@@ -49,23 +49,28 @@ extension InstantStore {
     /// ```
     public func prune(_ options: PruneOptions = PruneOptions()) throws(StoreError) -> PruneReport {
         try checkRemovalAllowed()
-        let swept = try sweepAbandoned(dryRun: options.dryRun)
+        let sweep = try sweepAbandoned(dryRun: options.dryRun)
         let plan = try catalog.read { db in try PrunePlan(db, options: options) }
+        // The store's size counts what the sweep frees (a download cut short can leave a
+        // whole PDF in tmp/), so "freed" and "before → after" tell the same story.
+        let sizeBefore = plan.sizeBefore + sweep.bytes
         guard !plan.isEmpty else {
             var removed = RemovalReport()
-            removed.swept = swept
+            removed.swept = sweep.paths
+            removed.bytesFreed = sweep.bytes
             return PruneReport(
-                removed: removed, dryRun: options.dryRun, sizeBefore: plan.sizeBefore, sizeAfter: plan.sizeBefore)
+                removed: removed, dryRun: options.dryRun, sizeBefore: sizeBefore, sizeAfter: plan.sizeBefore)
         }
         if options.dryRun {
             var removed = try catalog.read { db in try plan.describe(db) }
-            removed.swept = swept
+            removed.swept = sweep.paths
+            removed.bytesFreed += sweep.bytes
             return PruneReport(
-                removed: removed, dryRun: true, sizeBefore: plan.sizeBefore,
-                sizeAfter: plan.sizeBefore - removed.bytesFreed)
+                removed: removed, dryRun: true, sizeBefore: sizeBefore, sizeAfter: sizeBefore - removed.bytesFreed)
         }
         var total = RemovalReport()
-        total.swept = swept
+        total.swept = sweep.paths
+        total.bytesFreed = sweep.bytes
         // Batches keep each write transaction short; each re-checks what it removes.
         for batch in stride(from: 0, to: max(plan.layerIDs.count, 1), by: 200) {
             let ids = Array(plan.layerIDs[batch..<min(batch + 200, plan.layerIDs.count)])
@@ -83,7 +88,7 @@ extension InstantStore {
             total.merge(removed)
         }
         let after = try catalog.read { db in try PrunePlan.storedBytes(db) }
-        return PruneReport(removed: total, dryRun: false, sizeBefore: plan.sizeBefore, sizeAfter: after)
+        return PruneReport(removed: total, dryRun: false, sizeBefore: sizeBefore, sizeAfter: after)
     }
 }
 

@@ -98,7 +98,8 @@ public struct RemovalReport: Sendable, Equatable, Codable {
     public var documents: [DocumentReference] = []
     /// PDFs deleted from `blobs/`.
     public var blobs: [BlobHash] = []
-    /// Bytes of disk freed (layer files plus compressed PDFs).
+    /// Bytes of disk freed (layer files plus compressed PDFs, plus what a prune swept:
+    /// temp files of dead writers, orphans).
     public var bytesFreed: Int64 = 0
     /// Local changes that were still waiting to be sent and are now gone.
     public var discardedPendingChanges: Int64 = 0

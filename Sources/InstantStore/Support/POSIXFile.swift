@@ -163,6 +163,14 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
+    /// The disk a regular file's removal would free: its allocated blocks, when `path` is
+    /// its only name (0 for another name of a file, a directory, or nothing there).
+    static func allocatedBytes(_ path: String) -> Int64 {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else { return 0 }
+        return Int64(info.st_blocks) * 512
+    }
+
     /// Size of a regular file, or nil when it does not exist.
     static func fileSize(_ path: String) throws(StoreError) -> Int64? {
         var info = stat()

@@ -11,7 +11,9 @@ struct DiskUsageCommand: ParsableCommand {
             layer data, PDF bytes used only there (unique) and also used elsewhere (shared), \
             disk bytes (compressed) and logical bytes (uncompressed). A shared PDF counts in \
             full on every line that uses it; the total counts it once. The last line says \
-            what prune would free now without any limit (unreferenced documents and PDFs).
+            what prune would free now without any limit (unreferenced documents and PDFs), \
+            and what tmp/ holds besides: downloads in progress, and those a killed process \
+            cut short (a whole PDF, perhaps), which prune sweeps.
             """)
 
     enum Grouping: String, ExpressibleByArgument, CaseIterable {
@@ -34,6 +36,7 @@ struct DiskUsageCommand: ParsableCommand {
                     "totalStoredBytes": .integer(usage.totalStoredBytes),
                     "totalLogicalBytes": .integer(usage.totalLogicalBytes),
                     "reclaimableBytes": .integer(usage.reclaimableBytes),
+                    "temporaryBytes": .integer(usage.temporaryBytes),
                 ]))
             return
         }
@@ -56,7 +59,10 @@ struct DiskUsageCommand: ParsableCommand {
         if !table.isEmpty { table.render(colour: Output.colour, header: !options.quiet) { output.print(lines: $0) } }
         output.summary(
             "total \(Formats.bytes(usage.totalStoredBytes)) on disk, \(Formats.bytes(usage.totalLogicalBytes)) logical"
-                + " (each PDF once); prune would free \(Formats.bytes(usage.reclaimableBytes))")
+                + " (each PDF once); prune would free \(Formats.bytes(usage.reclaimableBytes))"
+                + (usage.temporaryBytes > 0
+                    ? "; \(Formats.bytes(usage.temporaryBytes)) more in tmp/ (downloads in progress, or cut short: "
+                        + "prune sweeps those)" : ""))
     }
 }
 
