@@ -70,6 +70,7 @@ import Testing
             #expect(samples["instant_store_stored_bytes"] == Double(usage.totalStoredBytes))
             #expect(samples["instant_store_reclaimable_bytes"] == Double(usage.reclaimableBytes))
             #expect(samples["instant_store_quarantined_files"] == 0)
+            #expect(samples["instant_store_temporary_bytes"] == Double(usage.temporaryBytes))
             // Never verified: every PDF counts as unverified and the time reads 0.
             #expect(samples["instant_store_unverified_pdfs"] == 3 && expected.pdfs == 3)
             #expect(samples["instant_store_last_deep_verify_timestamp_seconds"] == 0)

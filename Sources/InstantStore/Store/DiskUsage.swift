@@ -45,8 +45,14 @@ extension InstantStore {
     /// it is shared, and counted in full on each line that uses it.
     public func diskUsage(byDocument: Bool = false) throws(StoreError) -> DiskUsage {
         var usage = try catalog.read { db in try DiskUsageScan.run(db, byDocument: byDocument) }
-        let names = (try? FileSystem.contents(of: layout.tmpDirectory)) ?? []
-        usage.temporaryBytes = names.reduce(0) { $0 + FileSystem.allocatedBytes(layout.tmpDirectory + "/" + $1) }
+        usage.temporaryBytes = temporaryBytes()
         return usage
+    }
+
+    /// The disk `tmp/` takes: downloads in progress, and those a killed process cut short
+    /// (which prune sweeps). A directory that cannot be listed counts as empty.
+    func temporaryBytes() -> Int64 {
+        let names = (try? FileSystem.contents(of: layout.tmpDirectory)) ?? []
+        return names.reduce(0) { $0 + FileSystem.allocatedBytes(layout.tmpDirectory + "/" + $1) }
     }
 }

@@ -52,6 +52,8 @@ public struct StoreMetrics: Sendable, Equatable, Codable {
     /// Files moved aside by verify or repair, waiting for an operator.
     public var quarantinedFiles: Int64
     public var quarantinedBytes: Int64
+    /// The disk `tmp/` takes: downloads in progress, and those a killed process cut short.
+    public var temporaryBytes: Int64 = 0
 }
 
 extension InstantStore {
@@ -106,6 +108,7 @@ extension InstantStore {
         let quarantined = try quarantinedFiles()
         metrics.quarantinedFiles = Int64(quarantined.count)
         metrics.quarantinedBytes = quarantined.reduce(0) { $0 + $1.bytes }
+        metrics.temporaryBytes = temporaryBytes()
         return metrics
     }
 }

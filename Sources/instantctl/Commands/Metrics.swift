@@ -23,7 +23,8 @@ struct Metrics: ParsableCommand {
             with pending changes, layer bytes, stored bytes (a PDF shared with another tenant \
             counts on both), corrupt layers and documents. For the store: PDFs, unreferenced \
             PDFs, stored and reclaimable bytes, PDFs never verified, the time of the last and \
-            of the oldest deep verification of a PDF (0: never), quarantined files and bytes.
+            of the oldest deep verification of a PDF (0: never), quarantined files and bytes, \
+            and the bytes in tmp/ (downloads in progress, or cut short: prune sweeps those).
 
             Every series has a store label (the store's directory), so several stores on one \
             machine give distinct series. It reads the catalog (opening the store finishes an \
@@ -113,6 +114,10 @@ enum MetricsExposition {
         ).set(metrics.oldestPDFVerificationAt?.timeIntervalSince1970 ?? 0)
         gauge("quarantined_files", "Files verify or repair moved aside.").set(metrics.quarantinedFiles)
         gauge("quarantined", unit: "bytes", "Bytes of the quarantined files.").set(metrics.quarantinedBytes)
+        gauge(
+            "temporary", unit: "bytes",
+            "Bytes in tmp/: downloads in progress, and those a killed process cut short (prune sweeps them)."
+        ).set(metrics.temporaryBytes)
         return inStableOrder(registry.emitToBuffer())
     }
 
