@@ -222,7 +222,20 @@ import Testing
         let client = try InstantClient(serverURL: Self.server, storeRoot: root)
         let loose = try #require(try client.listCacheEntries().first { $0.documentIdentifier == "loose" })
         #expect(loose.entryState == .unreferenced)
+        // A download a killed process cut short left its PDF's temp file (no writer holds
+        // it), and a live writer holds another: the removal sweeps the first only.
+        let tmp = root.appendingPathComponent("tmp")
+        let dead = tmp.appendingPathComponent("0123456789abcdef0123456789abcdef.blob")
+        try Data(repeating: 7, count: 300_000).write(to: dead)
+        let live = tmp.appendingPathComponent("fedcba9876543210fedcba9876543210.layer")
+        try Data(repeating: 8, count: 4096).write(to: live)
+        let lock = open(
+            tmp.appendingPathComponent("fedcba9876543210fedcba9876543210.layer.lock").path, O_RDWR | O_CREAT, 0o600)
+        defer { close(lock) }
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
         #expect(try client.removeUnreferencedCacheEntries() == ["loose"])
+        #expect(!FileManager.default.fileExists(atPath: dead.path), "swept")
+        #expect(FileManager.default.fileExists(atPath: live.path), "its writer holds it")
         let kept = try #require(try client.localDocumentDescriptors()["kept"]?.first)
         try client.removeLocalStorage()
         #expect(try client.listCacheEntries().isEmpty && kept.documentState == .invalid)

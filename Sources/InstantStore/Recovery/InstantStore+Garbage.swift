@@ -125,6 +125,24 @@ extension InstantStore {
         return report.problems.filter { $0.fixed && $0.kind != .pendingTombstone }.count + locks
     }
 
+    /// Sweeps what writers that died left in `tmp/` (a download a killed process cut short:
+    /// its PDF's temp file, its staged layer) and the orphans those lead to, as ``prune(_:)``
+    /// does on its way, without pruning anything else. Safe beside live writers of any
+    /// process: a temp file is taken only once its writer's lock is free.
+    ///
+    /// Refused with ``StoreError/originStore(path:)`` in a server's store.
+    ///
+    /// ```swift
+    /// let (swept, freed) = try store.sweepAbandonedFiles()
+    /// ```
+    /// - Returns: paths relative to the root, and the disk freed.
+    @discardableResult
+    public func sweepAbandonedFiles() throws(StoreError) -> (paths: [String], bytes: Int64) {
+        try checkRemovalAllowed()
+        let sweep = try sweepAbandoned(dryRun: false)
+        return (sweep.paths, sweep.bytes)
+    }
+
     /// What prune sweeps on its way, reading `tmp/` only: temp files of dead writers, and
     /// the orphan each may have left (see ``abandonedFiles()``). With `dryRun`, lists them.
     ///
