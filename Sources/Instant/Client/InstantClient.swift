@@ -150,20 +150,21 @@ public final class InstantClient: Sendable {
     /// Removes this server's documents that no layer uses (and their PDFs, unless another
     /// document or server uses them); returns their identifiers (a `Set<String>`, as in
     /// Instant: two ids Swift calls equal, both removed, appear once). One catalog
-    /// transaction. Then sweeps what downloads cut short by a killed process left in the
-    /// store's `tmp/` (a whole PDF, perhaps), of any server: nothing else frees it but
-    /// `instantctl prune`.
+    /// transaction. First it sweeps what downloads cut short by a killed process left in
+    /// the store's `tmp/` (a whole PDF, perhaps), of any server, as prune does: nothing
+    /// else frees it but `instantctl prune`.
     @discardableResult
     public func removeUnreferencedCacheEntries() throws(InstantError) -> Set<String> {
         do {
-            let removed = Set(try store.removeUnreferenced(tenant: tenant).documents.map(\.document))
+            // Before the removal, as prune: an orphan layer the sweep takes back makes its
+            // document referenced again, so the removal keeps it (and its PDF).
             do {
                 try store.sweepAbandonedFiles()
             } catch {
-                // The removal asked for is done; what the sweep could not take (a file it
-                // cannot read now) stays for the next sweep or prune, and loses nothing.
+                // What the sweep could not take (a file it cannot read now) stays for the
+                // next sweep or prune, and loses nothing; the removal asked for goes on.
             }
-            return removed
+            return Set(try store.removeUnreferenced(tenant: tenant).documents.map(\.document))
         } catch {
             throw InstantError(error)
         }
