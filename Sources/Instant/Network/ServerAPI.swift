@@ -174,8 +174,9 @@ struct ServerAPI: Sendable {
                 return "the host name \(error.host) could not be resolved (\(lookup))"
             }
             var reasons: [String] = []
-            for failure in error.connectionErrors where !reasons.contains(reason(failure.error)) {
-                reasons.append(reason(failure.error))
+            for failure in error.connectionErrors {
+                let text = reason(failure.error)
+                if !reasons.contains(text) { reasons.append(text) }
             }
             return reasons.isEmpty ? "no connection to \(error.host):\(error.port)" : reasons.joined(separator: "; ")
         }
