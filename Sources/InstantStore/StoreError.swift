@@ -77,6 +77,9 @@ public enum StoreError: Error, Sendable, Equatable {
     /// A quarantined file cannot be brought back (not a layer, unreadable, or its layer
     /// exists again).
     case cannotRestore(name: String, reason: String)
+    /// The store is on a read-only file system (a snapshot, a read-only mount): it can be
+    /// read, listed, measured and verified, but `operation` would have to write to it.
+    case readOnlyStore(path: String, operation: String)
 
     /// A short, stable, machine-readable code for the case.
     public var code: String {
@@ -111,6 +114,7 @@ public enum StoreError: Error, Sendable, Equatable {
         case .layerUnreadable: "layer_unreadable"
         case .noSuchQuarantinedFile: "no_such_quarantined_file"
         case .cannotRestore: "cannot_restore"
+        case .readOnlyStore: "read_only_store"
         }
     }
 }
@@ -182,6 +186,9 @@ extension StoreError: CustomStringConvertible, LocalizedError {
             "no file \(StoreError.quoted(name)) in quarantine/; `instantctl quarantine list` shows what is there"
         case .cannotRestore(let name, let reason):
             "cannot restore \(StoreError.quoted(name)): \(reason)"
+        case .readOnlyStore(let path, let operation):
+            "cannot \(operation): \(path) is on a read-only file system. A read-only store can be listed, "
+                + "measured and verified, and its annotations read and exported; change it where it is writable"
         }
     }
 

@@ -29,7 +29,7 @@ enum ExitStatus {
 
     static func status(for error: StoreError) -> ExitCode {
         switch error {
-        case .pendingChanges, .originStore: refused
+        case .pendingChanges, .originStore, .readOnlyStore: refused
         case .ambiguousDocument: usage
         case .busy, .catalogCorrupt, .unsupportedFormatVersion, .database, .io, .layerUnreadable: unavailable
         default: problems

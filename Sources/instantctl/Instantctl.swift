@@ -20,7 +20,9 @@ struct Instantctl: AsyncParsableCommand {
               1  problems found (verify), or the command failed (for example, nothing matched)
               2  usage: bad arguments or options
               3  refused: local changes not yet synced would be lost (see rm --force, --export), \
-            or the store is a server's data directory (its PDFs are originals: nothing is removed)
+            the store is a server's data directory (its PDFs are originals: nothing is removed), \
+            or it is on a read-only file system (a snapshot: ls, du, cache, metrics, verify, \
+            prune --dry-run and reading annotations work there; nothing is changed)
               4  the store is busy (locked by another process), cannot be read (its root is \
             not a directory, say), or \
             belongs to another user (root included: run as its owner, sudo -u OWNER; \

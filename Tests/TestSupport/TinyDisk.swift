@@ -48,6 +48,14 @@ public struct TinyDisk: Sendable {
         return UInt64(stats.f_bavail) * UInt64(stats.f_frsize)
     }
 
+    /// Mounts the disk again read-only (or writable again): what a snapshot or a `ro`
+    /// mount gives. Fails while a file on it is open for writing.
+    public func remount(readOnly: Bool) throws {
+        guard try Self.run("/bin/mount", ["-o", "remount,\(readOnly ? "ro" : "rw")", path.path]) else {
+            throw CocoaError(.fileWriteNoPermission)
+        }
+    }
+
     public func unmount() {
         _ = try? Self.run("/bin/umount", ["-l", path.path])
         try? FileManager.default.removeItem(at: path)

@@ -6,7 +6,7 @@ extension InstantError {
     public init(_ error: StoreError) {
         let code: Code =
             switch error {
-            case .diskFull, .io: .couldNotWriteToDisk
+            case .diskFull, .io, .readOnlyStore: .couldNotWriteToDisk
             case .database, .busy, .catalogCorrupt: .databaseAccessFailed
             case .corruptBlob, .corruptLayer, .noSuchBlob, .hashMismatch, .sizeMismatch: .couldNotReadFromDiskCache
             case .noSuchAnnotation: .noSuchAnnotation
@@ -20,5 +20,6 @@ extension InstantError {
         var sqlite: Int32?
         if case .database(let extended, _) = error { sqlite = extended }
         self.init(code, "\(error) [\(error.code)]", sqliteCode: sqlite)
+        storeCode = error.code
     }
 }

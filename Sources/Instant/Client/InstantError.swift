@@ -53,6 +53,9 @@ public struct InstantError: Error, Sendable, Equatable, CustomStringConvertible 
     public var sqliteCode: Int32?
     /// For a busy server: the seconds it asked the client to wait (`Retry-After`).
     public var retryAfter: Int?
+    /// For a failure of the local store: its stable code (`StoreError.code`), finer than
+    /// ``code`` (`disk_full`, `read_only_store`, `corrupt_layer`…).
+    public var storeCode: String?
 
     public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil, retryAfter: Int? = nil) {
         self.code = code

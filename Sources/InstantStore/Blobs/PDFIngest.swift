@@ -236,7 +236,8 @@ extension InstantStore {
         zstdFrame: Bool = false, expectedSize: Int64? = nil, expectedHash: BlobHash? = nil,
         files: DownloadFiles? = nil
     ) throws(StoreError) -> PDFIngest {
-        try PDFIngest(
+        try checkWritable("store a PDF")
+        return try PDFIngest(
             store: self, zstdFrame: zstdFrame, expectedSize: expectedSize, expectedHash: expectedHash,
             file: files?.takeBlob())
     }

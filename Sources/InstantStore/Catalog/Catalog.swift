@@ -19,13 +19,20 @@ final class Catalog: Sendable {
     ///
     /// Throws ``StoreError/unsupportedFormatVersion(file:found:supported:)`` for a catalog
     /// written by a newer build, and ``StoreError/catalogCorrupt(reason:)`` for one that is
-    /// not a readable database.
-    init(path: String) throws(StoreError) {
+    /// not a readable database. With `readOnly` (a store on a read-only file system), it
+    /// is opened for reading only (see ``openReadOnly(path:configuration:)``), and a
+    /// catalog that would need upgrading is ``StoreError/readOnlyStore(path:operation:)``.
+    init(path: String, readOnly: Bool = false) throws(StoreError) {
         self.path = path
+        isReadOnly = readOnly
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
         configuration.foreignKeysEnabled = true
         configuration.label = "InstantStore.catalog"
+        if readOnly {
+            (pool, isOrigin) = try Self.openReadOnly(path: path, configuration: configuration)
+            return
+        }
         // SQLite creates a database 0644 and gives its -wal and -shm the database's mode:
         // creating the file first (0600) keeps all three private.
         if !FileSystem.exists(path) { try POSIXFile.open(path, flags: O_RDWR | O_CREAT).close() }
@@ -37,14 +44,8 @@ final class Catalog: Sendable {
             // cut could undo a commit the store had already acted on (an unlinked file).
             // FULL syncs the WAL at every commit. Readers never commit, so only the writer.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            let migrator = CatalogMigrations.migrator
-            let superseded = try pool.read { db in try migrator.hasBeenSuperseded(db) }
-            if superseded {
-                let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
-                throw StoreError.unsupportedFormatVersion(
-                    file: path, found: applied.sorted().last ?? "?", supported: CatalogMigrations.latestVersion)
-            }
-            try migrator.migrate(pool)
+            try Self.checkNotSuperseded(pool, path: path)
+            try CatalogMigrations.migrator.migrate(pool)
             isOrigin =
                 try pool.read { db in try Int32.fetchOne(db, sql: "PRAGMA application_id") } == Self.originApplicationID
         } catch {
@@ -52,8 +53,48 @@ final class Catalog: Sendable {
         }
     }
 
+    /// Whether this catalog was opened for reading only: every write fails with
+    /// ``StoreError/readOnlyStore(path:operation:)``.
+    let isReadOnly: Bool
+
+    /// Throws ``StoreError/unsupportedFormatVersion(file:found:supported:)`` when a newer
+    /// build has migrated the catalog.
+    private static func checkNotSuperseded(_ pool: DatabasePool, path: String) throws {
+        let migrator = CatalogMigrations.migrator
+        guard try pool.read({ db in try migrator.hasBeenSuperseded(db) }) else { return }
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        throw StoreError.unsupportedFormatVersion(
+            file: path, found: applied.sorted().last ?? "?", supported: CatalogMigrations.latestVersion)
+    }
+
+    /// Opens the catalog of a store on a read-only file system, for reading only (see
+    /// ``SQLiteFile/readOnlyOpenPath(_:operation:)``).
+    private static func openReadOnly(path: String, configuration: Configuration) throws(StoreError) -> (
+        DatabasePool, Bool
+    ) {
+        var configuration = configuration
+        configuration.readonly = true
+        guard FileSystem.exists(path) else {
+            throw .readOnlyStore(path: path, operation: "create the store's missing catalog")
+        }
+        let target = try SQLiteFile.readOnlyOpenPath(path, operation: "read the catalog")
+        do {
+            let pool = try DatabasePool(path: target, configuration: configuration)
+            try checkNotSuperseded(pool, path: path)
+            guard try pool.read({ db in try CatalogMigrations.migrator.hasCompletedMigrations(db) }) else {
+                throw StoreError.readOnlyStore(path: path, operation: "upgrade the catalog to this version's format")
+            }
+            let isOrigin =
+                try pool.read { db in try Int32.fetchOne(db, sql: "PRAGMA application_id") } == originApplicationID
+            return (pool, isOrigin)
+        } catch {
+            throw Catalog.map(error, path: path)
+        }
+    }
+
     /// Records in the catalog's header that this store holds a server's original PDFs.
     func markOrigin() throws(StoreError) {
+        if isReadOnly { throw .readOnlyStore(path: path, operation: "mark the store as a server's") }
         do {
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA application_id = \(Self.originApplicationID)")
@@ -95,6 +136,7 @@ final class Catalog: Sendable {
 
     /// Runs `body` in an IMMEDIATE write transaction, committed when it returns.
     func write<T>(durability: Durability = .synced, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        if isReadOnly { throw .readOnlyStore(path: path, operation: "change the store's catalog") }
         do {
             return try pool.writeWithoutTransaction { db in
                 if durability == .deferred {

@@ -41,7 +41,11 @@ public final class LayerDatabase: Sendable {
         if LayerDatabase.isEmptyBesideWAL(path) {
             throw .corruptLayer(key: key, reason: "the layer file is empty beside a -wal that may hold its changes")
         }
-        queue = try LayerDatabase.openQueue(path: path, key: key)
+        isReadOnly = FileSystem.isOnReadOnlyFileSystem(path)
+        queue =
+            isReadOnly
+            ? try LayerDatabase.openReadOnlyQueue(path: path, key: key)
+            : try LayerDatabase.openQueue(path: path, key: key)
         do {
             let migrator = LayerMigrations.migrator
             let (superseded, complete) = try queue.read { db in
@@ -57,12 +61,19 @@ public final class LayerDatabase: Sendable {
                 guard try queue.read({ try migrator.appliedIdentifiers($0).contains("layer-v1") }) else {
                     throw StoreError.corruptLayer(key: key, reason: "the layer schema is incomplete")
                 }
+                if isReadOnly {
+                    throw StoreError.readOnlyStore(path: path, operation: "upgrade the layer to this version's format")
+                }
                 try queue.writeWithoutTransaction { db in try LayerMigrations.upgrade(db, checkingFirst: !isCopy) }
             }
         } catch {
             throw LayerDatabase.map(error, key: key)
         }
     }
+
+    /// Whether this handle's file is on a read-only file system: opened for reading only,
+    /// and every change fails with ``StoreError/readOnlyStore(path:operation:)``.
+    public let isReadOnly: Bool
 
     /// Whether the file at `path` is empty while its `-wal` is not. SQLite deletes the
     /// `-wal` of an empty database file when it opens it, so such a file is never opened
@@ -71,22 +82,6 @@ public final class LayerDatabase: Sendable {
     /// `-wal` before its first page; a file cut short by a failing disk can.
     static func isEmptyBesideWAL(_ path: String) -> Bool {
         (try? FileSystem.fileSize(path)) == 0 && ((try? FileSystem.fileSize(path + "-wal")) ?? 0) > 0
-    }
-
-    static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)
-        -> DatabaseQueue
-    {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        configuration.label = "InstantStore.layer"
-        configuration.prepareDatabase { db in
-            // The main file is open, its -wal not yet (SQLite opens it on the first read).
-            try Failpoint.check("layer.open.beforeFirstRead", path: key)
-            // First: switching a new file to WAL is itself a synced write otherwise.
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
-        }
-        do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
     }
 
     // MARK: Reading
@@ -243,6 +238,7 @@ public final class LayerDatabase: Sendable {
     /// killed leaves its mark behind, and that mark is cleared rather than reported, so
     /// nobody sees `layerRemoved` for a layer that is still there.
     func write(addsPending: Bool = false, _ body: (Database) throws -> Void) throws(StoreError) {
+        if isReadOnly { throw .readOnlyStore(path: path, operation: "change the layer's annotations") }
         if addsPending { syncRecordOnce() }
         var resolved = false
         while true {

@@ -33,6 +33,7 @@ extension InstantStore {
 
     /// Takes `layer`'s sync lock, or returns nil at once when another holder has it.
     public func trySyncLock(_ layer: LayerDatabase) throws(StoreError) -> LayerSyncLock? {
+        try checkWritable("sync the layer")
         if !FileSystem.isDirectory(locksDirectory) { try FileSystem.makeDirectory(locksDirectory) }
         let path = syncLockPath(key: layer.key)
         for _ in 0..<8 {

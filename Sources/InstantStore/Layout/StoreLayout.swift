@@ -85,6 +85,10 @@ public struct StoreLayout: Sendable, Equatable {
         }
     }
 
+    /// Whether the root is on a file system mounted read-only (a snapshot, a `ro` mount):
+    /// ``InstantStore`` then opens the store for reading only (``InstantStore/isReadOnly``).
+    public var isOnReadOnlyFileSystem: Bool { FileSystem.isOnReadOnlyFileSystem(rootPath) }
+
     /// `origin`: present in a server's store (see ``StoreRole/origin``).
     var originMarkerPath: String { rootPath + "/origin" }
 
@@ -105,6 +109,16 @@ public struct StoreLayout: Sendable, Equatable {
     func lockStore(exclusive: Bool) throws(StoreError) -> POSIXFile {
         let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDWR | O_CREAT)
         try waitForLock(lock, exclusive: exclusive)
+        return lock
+    }
+
+    /// Takes the store's lock shared, on a read-only file system: `store.lock` opened for
+    /// reading (flock needs no more). Nil when there is no such file: nothing can take it
+    /// exclusively without making it, which that file system does not allow.
+    func lockStoreForReading() throws(StoreError) -> POSIXFile? {
+        guard FileSystem.exists(rootPath + "/store.lock") else { return nil }
+        let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDONLY)
+        try waitForLock(lock, exclusive: false)
         return lock
     }
 

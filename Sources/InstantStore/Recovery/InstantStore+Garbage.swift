@@ -139,6 +139,7 @@ extension InstantStore {
     @discardableResult
     public func sweepAbandonedFiles() throws(StoreError) -> (paths: [String], bytes: Int64) {
         try checkRemovalAllowed()
+        try checkWritable("sweep tmp/")
         let sweep = try sweepAbandoned(dryRun: false)
         return (sweep.paths, sweep.bytes)
     }

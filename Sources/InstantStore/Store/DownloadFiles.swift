@@ -68,7 +68,8 @@ extension InstantStore {
     /// Makes the files a download writes in `tmp/` (``DownloadFiles``), for it to take
     /// once its answers arrive.
     public func reserveDownloadFiles() throws(StoreError) -> DownloadFiles {
-        try DownloadFiles(layout, spares: spareLayerLocks)
+        try checkWritable("download into the store")
+        return try DownloadFiles(layout, spares: spareLayerLocks)
     }
 
     /// ``reserveDownloadFiles()`` on a dispatch thread, off Swift's cooperative pool (it

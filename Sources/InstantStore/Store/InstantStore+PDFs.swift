@@ -24,6 +24,7 @@ extension InstantStore {
         tenant: TenantURL, document: String, from fileURL: URL, expectedHash: BlobHash? = nil
     ) throws(StoreError) -> StoredPDF {
         try Identifier.validate(document, what: "document identifier")
+        try checkWritable("store a PDF")
         let source = try POSIXFile.open(fileURL.path, flags: O_RDONLY)
         let writer = try BlobWriter(layout: layout, expectedSize: try source.size())
         try writer.append(contentsOf: source)

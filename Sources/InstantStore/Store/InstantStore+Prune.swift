@@ -49,6 +49,7 @@ extension InstantStore {
     /// ```
     public func prune(_ options: PruneOptions = PruneOptions()) throws(StoreError) -> PruneReport {
         try checkRemovalAllowed()
+        if !options.dryRun { try checkWritable("prune the store") }
         let sweep = try sweepAbandoned(dryRun: options.dryRun)
         let plan = try catalog.read { db in try PrunePlan(db, options: options) }
         // The store's size counts what the sweep frees (a download cut short can leave a

@@ -29,6 +29,7 @@ extension InstantStore {
     ) throws(StoreError) -> StagedLayer {
         try Identifier.validate(document, what: "document identifier")
         try Identifier.validate(layer, what: "layer name")
+        try checkWritable("add a layer")
         if let userID { try Identifier.validate(userID, what: "user id") }
         let reserved = files?.takeLayer()
         let staging: LayerStaging

@@ -44,10 +44,19 @@ public final class InstantStore: Sendable {
     public init(root: URL, role: StoreRole = .cache, freeingSpace: Bool = false) throws(StoreError) {
         layout = StoreLayout(root: root)
         spareLayerLocks = SpareLayerLocks(layout)
+        isReadOnly = layout.isOnReadOnlyFileSystem
+        if isReadOnly {
+            (catalog, lock) = try Self.openReadOnly(layout, role: role, freeingSpace: freeingSpace)
+            releasedReserve = false
+            openedAs = role
+            isOrigin = catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
+            return
+        }
         try layout.createDirectories()
         // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
         // so it never swaps a catalog out from under a process using it.
-        lock = try layout.lockStore(exclusive: false)
+        let lock = try layout.lockStore(exclusive: false)
+        self.lock = lock
         // Before any rebuild: a rebuild of a server's store never leaves out a PDF it
         // cannot read (it fails instead), and it tells a server's store by this mark.
         if role == .origin { try layout.writeOriginMarker() }
@@ -73,6 +82,35 @@ public final class InstantStore: Sendable {
         openedAs = role
         isOrigin = role == .origin || catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
         if !isOrigin { SpaceReserve.ensure(layout) }
+    }
+
+    /// Whether the store is on a read-only file system (a snapshot, a read-only mount).
+    /// Such a store is opened as it is, for reading: listing, disk usage, metrics, verify
+    /// without repair, and reading layers work; every change throws
+    /// ``StoreError/readOnlyStore(path:operation:)``, and nothing is created, upgraded or
+    /// rebuilt in it.
+    public let isReadOnly: Bool
+
+    /// Opens a store on a read-only file system as it is: its lock taken shared when the
+    /// file is there (a process on a writable mount of the same files may be using it),
+    /// its catalog for reading. A catalog to rebuild or upgrade, a server's store to
+    /// serve, or space to free throws ``StoreError/readOnlyStore(path:operation:)``.
+    private static func openReadOnly(_ layout: StoreLayout, role: StoreRole, freeingSpace: Bool) throws(StoreError)
+        -> (Catalog, POSIXFile?)
+    {
+        let refuse = { (operation: String) in StoreError.readOnlyStore(path: layout.rootPath, operation: operation) }
+        if role == .origin { throw refuse("serve the store's PDFs") }
+        if freeingSpace { throw refuse("free space in the store") }
+        let lock = try layout.lockStoreForReading()
+        do throws(StoreError) {
+            if try FileSystem.exists(layout.rebuiltCatalogPath) ? true : layout.needsRebuild() {
+                throw refuse("rebuild the store's catalog")
+            }
+            return (try Catalog(path: layout.catalogPath, readOnly: true), lock)
+        } catch {
+            lock?.close()
+            throw error
+        }
     }
 
     /// Whether this handle gave the store's reserve back to open: taken again when it
@@ -105,8 +143,9 @@ public final class InstantStore: Sendable {
     /// What this store is: a client's cache, or a server's originals.
     public var role: StoreRole { isOrigin ? .origin : .cache }
 
-    /// The store's lock (`store.lock`), held shared while this handle lives.
-    private let lock: POSIXFile
+    /// The store's lock (`store.lock`), held shared while this handle lives (none on a
+    /// read-only file system without the file).
+    private let lock: POSIXFile?
 
     /// The fan-out directories (`blobs/sha256/ab`) whose entry in `blobs/sha256` this handle
     /// has synced: one found already there may have been made by a commit that died or
@@ -123,7 +162,13 @@ public final class InstantStore: Sendable {
         spareLayerLocks.removeAll()
         try? catalog.close()
         if releasedReserve { SpaceReserve.ensure(layout, retaking: true) }
-        lock.close()
+        lock?.close()
+    }
+
+    /// Throws ``StoreError/readOnlyStore(path:operation:)`` when the store is on a
+    /// read-only file system, before `operation` tries to write.
+    func checkWritable(_ operation: String) throws(StoreError) {
+        if isReadOnly { throw .readOnlyStore(path: layout.rootPath, operation: operation) }
     }
 
     /// Throws ``StoreError/originStore(path:)`` unless removing is allowed: always in a

@@ -163,6 +163,13 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
+    /// Whether `path` lies on a file system mounted read-only (a snapshot, a `ro` mount);
+    /// false when it cannot be told (nothing there).
+    static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        var stats = statvfs()
+        return statvfs(path, &stats) == 0 && stats.f_flag & UInt(ST_RDONLY) != 0
+    }
+
     /// The disk a regular file's removal would free: its allocated blocks, when `path` is
     /// its only name (0 for another name of a file, a directory, or nothing there).
     static func allocatedBytes(_ path: String) -> Int64 {

@@ -20,6 +20,7 @@ extension InstantStore {
     ///
     /// The report ends with what `quarantine/` holds (``VerificationReport/quarantine``).
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(StoreError) -> VerificationReport {
+        if options.repair && isReadOnly { throw .readOnlyStore(path: layout.rootPath, operation: "repair the store") }
         // This process's own last writes are not drift: their summaries go in first.
         SummaryRefresher.flushAll()
         var report = VerificationReport()
@@ -70,11 +71,14 @@ extension InstantStore {
                     report.bytesDeepChecked += blob.size
                     bytes += blob.size
                     // Bookkeeping only (which blobs a sampled verify takes first): forgetting
-                    // it in a power cut costs one more check, so no sync of its own.
-                    try catalog.write(durability: .deferred) { db in
-                        try db.execute(
-                            sql: "UPDATE blob SET lastVerifiedAt = ? WHERE sha256 = ?",
-                            arguments: [Date(), blob.sha256])
+                    // it in a power cut costs one more check, so no sync of its own. A
+                    // read-only store keeps its order.
+                    if !isReadOnly {
+                        try catalog.write(durability: .deferred) { db in
+                            try db.execute(
+                                sql: "UPDATE blob SET lastVerifiedAt = ? WHERE sha256 = ?",
+                                arguments: [Date(), blob.sha256])
+                        }
                     }
                 }
             } catch {

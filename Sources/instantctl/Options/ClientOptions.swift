@@ -170,6 +170,8 @@ extension ExitStatus {
                 status: documentGone)
         case .invalidJWT:
             return CommandError(message: "not a usable JWT: \(message)", status: usage)
+        case _ where error.storeCode == StoreError.readOnlyStore(path: "", operation: "").code:
+            return CommandError(message: message, status: refused)
         default:
             return CommandError(message: "\(message) (\(error.code.name))", status: problems)
         }

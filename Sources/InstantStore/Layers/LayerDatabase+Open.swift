@@ -1,0 +1,39 @@
+import Foundation
+import GRDB
+
+/// How a layer's file is opened: for writing (WAL, `synchronous = FULL`), or for reading
+/// only on a read-only file system.
+extension LayerDatabase {
+    static func openQueue(path: String, key: String, synchronous: String = "FULL") throws(StoreError)
+        -> DatabaseQueue
+    {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.label = "InstantStore.layer"
+        configuration.prepareDatabase { db in
+            // The main file is open, its -wal not yet (SQLite opens it on the first read).
+            try Failpoint.check("layer.open.beforeFirstRead", path: key)
+            // First: switching a new file to WAL is itself a synced write otherwise.
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+        }
+        do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
+    }
+
+    /// Opens a layer file on a read-only file system, for reading only, as the catalog is
+    /// (``Catalog``): through the `-shm` a process left (a snapshot taken while it had the
+    /// layer open), else `immutable`, when no `-wal` holds commits.
+    static func openReadOnlyQueue(path: String, key: String) throws(StoreError) -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "InstantStore.layer"
+        configuration.prepareDatabase { _ in try Failpoint.check("layer.open.beforeFirstRead", path: key) }
+        do {
+            return try DatabaseQueue(
+                path: try SQLiteFile.readOnlyOpenPath(path, operation: "read layer \(key)"),
+                configuration: configuration)
+        } catch {
+            throw map(error, key: key)
+        }
+    }
+}
