@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import TestSupport
 import Testing
 
@@ -139,11 +140,109 @@ import Testing
             _ = try InstantStore(root: without)
             Issue.record("a -wal without its -shm was ignored")
         } catch {
-            guard case .readOnlyStore(_, let operation) = error else {
+            guard case .io(let operation, _, let code) = error else {
                 Issue.record("\(error)")
                 return
             }
-            #expect(operation.contains("-shm"), "\(operation)")
+            #expect(code == EROFS && operation.contains("-shm"), "\(error)")
         }
+    }
+
+    /// What a store that has lived a while holds is read too, or reported, never the end
+    /// of the look: a quarantined layer (read from a copy outside the store), a removed
+    /// mark left by a removal that never committed (the row says the layer is there), and
+    /// a layer of an older format (which only a writable store can upgrade to read).
+    @Test(.enabled(if: TinyDisk.canMount)) func quarantineMarksAndOldFormatsOnAReadOnlyMount() throws {
+        let disk = try TinyDisk(megabytes: 16)
+        defer { disk.unmount() }
+        let root = disk.path.appendingPathComponent("store")
+        let writable = try InstantStore(root: root)
+        let kept = try Self.fill(writable)
+        let quarantined = try #require(
+            try writable.layout.quarantine(StoreLayout.layerRelativePath(key: kept.key), keepingOriginal: true))
+        #expect(try kept.markRemoved(allowingPendingThrough: .max).marked)
+        kept.close()
+        let old = try writable.createLayer(tenant: Scratch.tenant, document: "old", layer: "")
+        try old.create(id: "a", content: note("in an older format"))
+        let oldPath = writable.layout.layerPath(key: old.key)
+        old.close()
+        writable.close()
+        let downgrade = try DatabaseQueue(path: oldPath)
+        try downgrade.write { db in try downgradeToTheSecondFormat(db, lastNumber: 1) }
+        try downgrade.close()
+        try disk.remount(readOnly: true)
+        let temporary = FileManager.default.temporaryDirectory.path
+        let copiesBefore = try FileManager.default.contentsOfDirectory(atPath: temporary).filter {
+            $0.hasPrefix("instant-copy-")
+        }
+
+        let store = try InstantStore(root: root)
+        defer { store.close() }
+        // The quarantined layer, listed and read from a copy in the system's temporary directory.
+        let files = try store.quarantinedFiles()
+        #expect(files.map(\.name) == [quarantined])
+        #expect(files.first?.pendingChanges == 1 && files.first?.restorable == true, "\(files)")
+        let copy = try store.openQuarantinedLayer(named: quarantined)
+        #expect(try copy.database.pendingChanges().map(\.annotationID) == ["local"])
+        copy.close()
+        #expect(throws: StoreError.readOnlyStore(path: root.path, operation: "restore a quarantined layer")) {
+            try store.restoreQuarantinedLayer(named: quarantined)
+        }
+        let copiesAfter = try FileManager.default.contentsOfDirectory(atPath: temporary).filter {
+            $0.hasPrefix("instant-copy-")
+        }
+        #expect(copiesAfter == copiesBefore, "each copy is removed with its directory")
+        // The marked layer reads: its row is there, so the removal never committed.
+        let marked = try store.openLayer(tenant: Scratch.tenant, document: "report", layer: "")
+        #expect(try marked.annotations().map(\.id) == ["local", "synced"])
+        marked.close()
+        // The old format: refused to open, reported by verify beside the rest.
+        #expect(throws: StoreError.self) { try store.openLayer(tenant: Scratch.tenant, document: "old", layer: "") }
+        let report = try store.verify(VerifyOptions(deep: true))
+        #expect(report.layersChecked == 2)
+        let problems = report.problems.map { "\($0.kind.rawValue) \($0.subject)" }
+        #expect(problems.contains { $0.hasPrefix("inaccessible_file") && $0.contains("old") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("layer_marked_removed") }, "\(problems)")
+        #expect(report.problems.count == 2, "\(problems)")
+    }
+
+    /// A read-only bind mount shows the files of a store a process may be using through a
+    /// writable mount. Its files are read as they are only while no process changes them:
+    /// a read-only handle waits for a writable one to close, and a writable one waits for
+    /// the read-only handles to close. Two read-only handles of one process share the hold.
+    @Test(.enabled(if: TinyDisk.canMount)) func aReadOnlyViewOfAStoreInUseWaitsForIt() async throws {
+        let disk = try TinyDisk(megabytes: 16)
+        defer { disk.unmount() }
+        let root = disk.path.appendingPathComponent("store")
+        let writable = try InstantStore(root: root)
+        try Self.fill(writable).close()
+        let view = try disk.readOnlyView()
+        defer { TinyDisk.unmountView(view) }
+        let viewRoot = view.appendingPathComponent("store")
+
+        // The writable handle lets go after half a second; the read-only open waits for it.
+        let clock = ContinuousClock()
+        let start = clock.now
+        Task.detached {
+            try await Task.sleep(for: .milliseconds(500))
+            writable.close()
+        }
+        let first = try InstantStore(root: viewRoot)
+        #expect(clock.now - start >= .milliseconds(450), "the read-only open waited for the writer")
+        #expect(first.isReadOnly)
+        let second = try InstantStore(root: viewRoot)
+        #expect(try second.localDescriptors().count == 1)
+        second.close()
+        #expect(try first.localDescriptors().count == 1)
+
+        // A writable open waits while the read-only handle lives.
+        let reader = Task.detached {
+            try await Task.sleep(for: .milliseconds(500))
+            first.close()
+        }
+        let reopened = try InstantStore(root: root)
+        #expect(clock.now - start >= .milliseconds(950), "the writable open waited for the reader")
+        reopened.close()
+        try await reader.value
     }
 }

@@ -56,6 +56,26 @@ public struct TinyDisk: Sendable {
         }
     }
 
+    /// The disk's files again, through a read-only bind mount on a new directory (as a
+    /// container is given a store read-only): the same files, the same locks, while the
+    /// disk stays writable. Unmount it with ``unmountView(_:)``.
+    public func readOnlyView() throws -> URL {
+        let view = FileManager.default.temporaryDirectory.appendingPathComponent("read-only-view-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: view, withIntermediateDirectories: true)
+        guard try Self.run("/bin/mount", ["--bind", path.path, view.path]),
+            try Self.run("/bin/mount", ["-o", "remount,bind,ro", view.path])
+        else {
+            Self.unmountView(view)
+            throw CocoaError(.fileWriteNoPermission)
+        }
+        return view
+    }
+
+    public static func unmountView(_ view: URL) {
+        _ = try? run("/bin/umount", ["-l", view.path])
+        try? FileManager.default.removeItem(at: view)
+    }
+
     public func unmount() {
         _ = try? Self.run("/bin/umount", ["-l", path.path])
         try? FileManager.default.removeItem(at: path)

@@ -68,7 +68,7 @@ final class Catalog: Sendable {
     }
 
     /// Opens the catalog of a store on a read-only file system, for reading only (see
-    /// ``SQLiteFile/readOnlyOpenPath(_:operation:)``).
+    /// ``SQLiteFile/readOnlyOpenPath(_:)``).
     private static func openReadOnly(path: String, configuration: Configuration) throws(StoreError) -> (
         DatabasePool, Bool
     ) {
@@ -77,7 +77,7 @@ final class Catalog: Sendable {
         guard FileSystem.exists(path) else {
             throw .readOnlyStore(path: path, operation: "create the store's missing catalog")
         }
-        let target = try SQLiteFile.readOnlyOpenPath(path, operation: "read the catalog")
+        let target = try SQLiteFile.readOnlyOpenPath(path)
         do {
             let pool = try DatabasePool(path: target, configuration: configuration)
             try checkNotSuperseded(pool, path: path)

@@ -21,16 +21,17 @@ extension LayerDatabase {
     }
 
     /// Opens a layer file on a read-only file system, for reading only, as the catalog is
-    /// (``Catalog``): through the `-shm` a process left (a snapshot taken while it had the
-    /// layer open), else `immutable`, when no `-wal` holds commits.
+    /// (``SQLiteFile/readOnlyOpenPath(_:)``): `immutable` when no `-wal` holds commits,
+    /// else through the `-shm` a process left beside it.
     static func openReadOnlyQueue(path: String, key: String) throws(StoreError) -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
+        configuration.busyMode = .timeout(30)
         configuration.label = "InstantStore.layer"
         configuration.prepareDatabase { _ in try Failpoint.check("layer.open.beforeFirstRead", path: key) }
         do {
             return try DatabaseQueue(
-                path: try SQLiteFile.readOnlyOpenPath(path, operation: "read layer \(key)"),
+                path: try SQLiteFile.readOnlyOpenPath(path),
                 configuration: configuration)
         } catch {
             throw map(error, key: key)

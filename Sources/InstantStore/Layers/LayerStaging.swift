@@ -12,6 +12,8 @@ struct LayerStaging: Sendable {
     let path: String
     private let lock: POSIXFile
     private let spares: SpareLayerLocks?
+    /// The directory made for this file alone (``init(privateUnder:)``), removed with it.
+    private let ownDirectory: String?
 
     init(_ layout: StoreLayout, spares: SpareLayerLocks? = nil) throws(StoreError) {
         path = layout.tmpDirectory + "/\(key).layer"
@@ -21,6 +23,24 @@ struct LayerStaging: Sendable {
             lock = try POSIXFile.createLocked(path + ".lock")
         }
         self.spares = spares
+        ownDirectory = nil
+    }
+
+    /// A file in a new directory (0700) of its own under `base`, outside any store: for a
+    /// copy of a file of a store that cannot be written (on a read-only file system).
+    /// ``cleanUp()`` removes the directory too.
+    init(privateUnder base: String) throws(StoreError) {
+        let directory = base + "/instant-copy-" + key
+        guard mkdir(directory, 0o700) == 0 else { throw .fromErrno("mkdir", directory) }
+        path = directory + "/\(key).layer"
+        do {
+            lock = try POSIXFile.createLocked(path + ".lock")
+        } catch {
+            rmdir(directory)
+            throw error
+        }
+        spares = nil
+        ownDirectory = directory
     }
 
     /// Removes whatever is left of the staged file, then its lock (or keeps the lock, still
@@ -32,6 +52,7 @@ struct LayerStaging: Sendable {
         } else {
             lock.removeAndClose()
         }
+        if let ownDirectory { rmdir(ownDirectory) }
     }
 
     /// Done with the staged file, whether its transaction committed or not: cleaned up

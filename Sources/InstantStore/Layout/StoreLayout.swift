@@ -112,16 +112,6 @@ public struct StoreLayout: Sendable, Equatable {
         return lock
     }
 
-    /// Takes the store's lock shared, on a read-only file system: `store.lock` opened for
-    /// reading (flock needs no more). Nil when there is no such file: nothing can take it
-    /// exclusively without making it, which that file system does not allow.
-    func lockStoreForReading() throws(StoreError) -> POSIXFile? {
-        guard FileSystem.exists(rootPath + "/store.lock") else { return nil }
-        let lock = try POSIXFile.open(rootPath + "/store.lock", flags: O_RDONLY)
-        try waitForLock(lock, exclusive: false)
-        return lock
-    }
-
     /// Takes `lock` shared or exclusive, trying every 50 ms for up to 30 seconds, then
     /// throws ``StoreError/busy(path:)``.
     private func waitForLock(_ lock: POSIXFile, exclusive: Bool) throws(StoreError) {

@@ -33,6 +33,9 @@ extension InstantStore {
     /// ``StoreError/busy(path:)`` and changes nothing.
     public static func rebuildCatalog(root: URL) throws(StoreError) -> (InstantStore, RebuildReport) {
         let layout = StoreLayout(root: root)
+        if layout.isOnReadOnlyFileSystem {
+            throw .readOnlyStore(path: layout.rootPath, operation: "rebuild the store's catalog")
+        }
         try layout.createDirectories()
         let report: RebuildReport
         do {

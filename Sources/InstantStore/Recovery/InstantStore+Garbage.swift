@@ -119,6 +119,7 @@ extension InstantStore {
     @discardableResult
     public func collectGarbage() throws(StoreError) -> Int {
         try checkRemovalAllowed()
+        try checkWritable("collect the store's garbage")
         var report = VerificationReport()
         try checkFiles(VerifyOptions(repair: true), &report)
         let locks = try sweepSyncLocks()

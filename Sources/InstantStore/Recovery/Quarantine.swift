@@ -157,6 +157,7 @@ extension InstantStore {
     /// it) first. The quarantined file is deleted once the restored copy is committed.
     @discardableResult
     public func restoreQuarantinedLayer(named name: String) throws(StoreError) -> LayerReference {
+        try checkWritable("restore a quarantined layer")
         try Failpoint.check("quarantine.beforeRestore")
         let staging = try stageQuarantinedCopy(name)
         var committed = false
@@ -229,7 +230,10 @@ extension InstantStore {
         guard !name.contains("/"), name != "." && name != ".." else { throw .noSuchQuarantinedFile(name: name) }
         let source = layout.quarantineDirectory + "/" + name
         guard FileSystem.isRegularFile(source) else { throw .noSuchQuarantinedFile(name: name) }
-        let staging = try LayerStaging(layout)
+        // A read-only store's `tmp/` takes no copy: the system's temporary directory does.
+        let staging =
+            isReadOnly
+            ? try LayerStaging(privateUnder: FileManager.default.temporaryDirectory.path) : try LayerStaging(layout)
         do throws(StoreError) {
             try FileSystem.copy(source, to: staging.path)
             if FileSystem.exists(source + "-wal") { try FileSystem.copy(source + "-wal", to: staging.path + "-wal") }

@@ -46,7 +46,8 @@ public final class InstantStore: Sendable {
         spareLayerLocks = SpareLayerLocks(layout)
         isReadOnly = layout.isOnReadOnlyFileSystem
         if isReadOnly {
-            (catalog, lock) = try Self.openReadOnly(layout, role: role, freeingSpace: freeingSpace)
+            (catalog, readOnlyHold) = try Self.openReadOnly(layout, role: role, freeingSpace: freeingSpace)
+            lock = nil
             releasedReserve = false
             openedAs = role
             isOrigin = catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
@@ -57,6 +58,7 @@ public final class InstantStore: Sendable {
         // so it never swaps a catalog out from under a process using it.
         let lock = try layout.lockStore(exclusive: false)
         self.lock = lock
+        readOnlyHold = nil
         // Before any rebuild: a rebuild of a server's store never leaves out a PDF it
         // cannot read (it fails instead), and it tells a server's store by this mark.
         if role == .origin { try layout.writeOriginMarker() }
@@ -91,24 +93,24 @@ public final class InstantStore: Sendable {
     /// rebuilt in it.
     public let isReadOnly: Bool
 
-    /// Opens a store on a read-only file system as it is: its lock taken shared when the
-    /// file is there (a process on a writable mount of the same files may be using it),
-    /// its catalog for reading. A catalog to rebuild or upgrade, a server's store to
-    /// serve, or space to free throws ``StoreError/readOnlyStore(path:operation:)``.
+    /// Opens a store on a read-only file system as it is: its lock held exclusively by this
+    /// process (``ReadOnlyHold``: no process changes the files meanwhile), its catalog
+    /// opened for reading. A catalog to rebuild or upgrade, a server's store to serve, or
+    /// space to free throws ``StoreError/readOnlyStore(path:operation:)``.
     private static func openReadOnly(_ layout: StoreLayout, role: StoreRole, freeingSpace: Bool) throws(StoreError)
-        -> (Catalog, POSIXFile?)
+        -> (Catalog, ReadOnlyHold?)
     {
         let refuse = { (operation: String) in StoreError.readOnlyStore(path: layout.rootPath, operation: operation) }
         if role == .origin { throw refuse("serve the store's PDFs") }
         if freeingSpace { throw refuse("free space in the store") }
-        let lock = try layout.lockStoreForReading()
+        let hold = try ReadOnlyHold.take(layout)
         do throws(StoreError) {
             if try FileSystem.exists(layout.rebuiltCatalogPath) ? true : layout.needsRebuild() {
                 throw refuse("rebuild the store's catalog")
             }
-            return (try Catalog(path: layout.catalogPath, readOnly: true), lock)
+            return (try Catalog(path: layout.catalogPath, readOnly: true), hold)
         } catch {
-            lock?.close()
+            hold?.release()
             throw error
         }
     }
@@ -143,9 +145,13 @@ public final class InstantStore: Sendable {
     /// What this store is: a client's cache, or a server's originals.
     public var role: StoreRole { isOrigin ? .origin : .cache }
 
-    /// The store's lock (`store.lock`), held shared while this handle lives (none on a
-    /// read-only file system without the file).
+    /// The store's lock (`store.lock`), held shared while this handle lives (nil when
+    /// the store is read-only).
     private let lock: POSIXFile?
+
+    /// On a read-only file system, this process's exclusive hold of the store's lock, in
+    /// place of ``lock`` (nil also when there is no lock file).
+    private let readOnlyHold: ReadOnlyHold?
 
     /// The fan-out directories (`blobs/sha256/ab`) whose entry in `blobs/sha256` this handle
     /// has synced: one found already there may have been made by a commit that died or
@@ -163,6 +169,7 @@ public final class InstantStore: Sendable {
         try? catalog.close()
         if releasedReserve { SpaceReserve.ensure(layout, retaking: true) }
         lock?.close()
+        readOnlyHold?.release()
     }
 
     /// Throws ``StoreError/readOnlyStore(path:operation:)`` when the store is on a
@@ -252,7 +259,9 @@ public final class InstantStore: Sendable {
         guard try database.metadata().reference == reference else {
             throw .corruptLayer(key: row.key, reason: "its meta row names another layer than the catalog")
         }
-        if try database.isMarkedRemoved(), try !resolveStaleMark(database) {
+        // Read-only, the store is frozen (``ReadOnlyHold``): the row
+        // read after the open already says the removal never committed.
+        if try database.isMarkedRemoved(), !isReadOnly, try !resolveStaleMark(database) {
             throw .layerRemoved(document: reference.document, layer: reference.layer)
         }
     }

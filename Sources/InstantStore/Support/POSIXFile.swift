@@ -163,11 +163,14 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
-    /// Whether `path` lies on a file system mounted read-only (a snapshot, a `ro` mount);
-    /// false when it cannot be told (nothing there).
+    /// Whether `path` lies on a read-only file system: mounted `ro`, or refusing writes
+    /// as one (a btrfs read-only snapshot, an NFS export the server keeps read-only, on
+    /// a mount that is not `ro`); false when it cannot be told (nothing there).
     static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
         var stats = statvfs()
-        return statvfs(path, &stats) == 0 && stats.f_flag & UInt(ST_RDONLY) != 0
+        guard statvfs(path, &stats) == 0 else { return false }
+        if stats.f_flag & UInt(ST_RDONLY) != 0 { return true }
+        return access(path, W_OK) != 0 && errno == EROFS
     }
 
     /// The disk a regular file's removal would free: its allocated blocks, when `path` is

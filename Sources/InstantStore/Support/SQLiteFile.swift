@@ -5,24 +5,27 @@ import Foundation
 enum SQLiteFile {
     /// What to open a WAL database at `path` on a read-only file system by.
     ///
-    /// SQLite reads a WAL database only through its `-shm`, which it cannot create on a
-    /// read-only file system. A `-shm` that a process left there (a snapshot taken while
-    /// it had the file open) is used, and the `-wal`'s commits are read through it: `path`
-    /// itself. Without one, and with no commits in a `-wal` (a clean close checkpoints the
-    /// `-wal` and removes both), the file holds everything, and it is opened `immutable`
-    /// (a URI): nothing can change it on that file system. A `-wal` that holds commits
-    /// without its `-shm` cannot be read, and throws ``StoreError/readOnlyStore(path:operation:)``.
+    /// With no `-wal`, or an empty one (a clean close checkpoints the `-wal` and removes
+    /// it), the file holds everything, and it is opened `immutable` (a URI), which needs
+    /// no `-shm`: the caller holds the store's lock exclusively, so no process changes the
+    /// file meanwhile. A `-wal` that holds commits (a snapshot taken while a process had
+    /// the file open, or after it was killed) is read through the `-shm` beside it, which
+    /// SQLite reads without trusting (it rebuilds the index from the `-wal`): `path`
+    /// itself. Without that `-shm`, which SQLite cannot make on a read-only file system,
+    /// the file cannot be read as it is, and this throws an `io_failure` (`EROFS`).
     ///
     /// ```swift
     /// configuration.readonly = true
-    /// let queue = try DatabaseQueue(path: try SQLiteFile.readOnlyOpenPath(path, operation: "read it"), configuration: configuration)
+    /// let queue = try DatabaseQueue(path: try SQLiteFile.readOnlyOpenPath(path), configuration: configuration)
     /// ```
-    static func readOnlyOpenPath(_ path: String, operation: String) throws(StoreError) -> String {
-        if FileSystem.exists(path + "-shm") { return path }
+    static func readOnlyOpenPath(_ path: String) throws(StoreError) -> String {
         if try FileSystem.fileSize(path + "-wal") ?? 0 > 0 {
-            throw .readOnlyStore(
-                path: path,
-                operation: "\(operation): its -wal holds commits, and its -shm, which SQLite must make, is missing")
+            guard FileSystem.exists(path + "-shm") else {
+                throw .io(
+                    operation: "reading the commits in the -wal (its -shm is missing, and cannot be made here)",
+                    path: path, errno: EROFS)
+            }
+            return path
         }
         // Debian's and most builds of SQLite take URIs (SQLITE_USE_URI); `?`, `#` and `%`
         // in the path are escaped.

@@ -39,7 +39,9 @@ extension InstantStore {
                 }
             }
             report.problems.append(problem)
-        case .io, .database, .busy:
+        case .io, .database, .busy, .readOnlyStore:
+            // `readOnlyStore`: a layer of an older format, which a read-only store cannot
+            // upgrade to read.
             report.problems.append(
                 Problem(kind: .inaccessibleFile, subject: reference.description, detail: "\(error); left untouched"))
         default:

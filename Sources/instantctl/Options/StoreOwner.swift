@@ -1,4 +1,5 @@
 import Foundation
+import InstantStore
 
 /// A store is its owner's alone (its directory is 0700). instantctl run by another user,
 /// root included, refuses it before it opens anything: the files a command makes there (a
@@ -39,6 +40,9 @@ enum StoreOwner {
                 status: ExitStatus.unavailable)
         }
         guard info.st_uid != geteuid() else { return }
+        // Nothing is made in a store on a read-only file system (a snapshot): another
+        // user's is read as it is.
+        if StoreLayout(root: root).isOnReadOnlyFileSystem { return }
         let owner = userName(info.st_uid)
         throw CommandError(
             message:
