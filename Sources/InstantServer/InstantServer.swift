@@ -99,6 +99,14 @@ public final class InstantServer: Sendable {
             algorithm: configuration.jwtKey.algorithm)
     }
 
+    /// Lets go of the data directory, for another server to start on it in this process
+    /// (a restart): call it once the application serving this server has stopped, and use
+    /// the server no more. Without it, the directory is let go when the server object goes
+    /// away, which a task still holding it may delay.
+    public func close() {
+        dataLock.release()
+    }
+
     /// The router with every route, behind the JSON error middleware.
     public func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)

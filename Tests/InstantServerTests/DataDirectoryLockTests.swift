@@ -23,4 +23,20 @@ import Testing
         }
         #expect(status == 200)
     }
+
+    /// `close()` lets go of the directory at once, although something still holds the
+    /// server (as a task not yet finished may): a restart in the same process starts.
+    @Test func aClosedServerLetsGoOfItsDirectoryAtOnce() async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("instant-server-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        let configuration = try ServerConfiguration(
+            port: 0, dataDirectory: data, apiAuthToken: "token",
+            jwtKey: JWTKeyConfiguration(publicKey: JWTKeys.developmentKeyPair().publicKey, algorithm: .es256))
+        let first = try await InstantServer(configuration: configuration)
+        await #expect(throws: DataDirectoryError.self) { try await InstantServer(configuration: configuration) }
+        first.close()
+        let second = try await InstantServer(configuration: configuration)
+        second.close()
+        withExtendedLifetime(first) {}
+    }
 }

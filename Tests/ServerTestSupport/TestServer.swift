@@ -41,6 +41,8 @@ public struct TestServer: Sendable {
             maxUploadSize: 8 << 20, maxPayloadSize: maxPayloadSize, maximumListenTimeout: listenTimeout)
         configure(&configuration)
         let server = try await InstantServer(configuration: configuration)
+        // A test that starts another server on the same directory (a restart) finds it free.
+        defer { server.close() }
         let app = server.application()
         return try await app.test(.live) { testClient in
             guard let port = testClient.port else { throw ProtocolError(.internal, "no port") }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import InstantStore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -25,7 +26,8 @@ import InstantStore
 public final class DataDirectoryLock: Sendable {
     /// The data directory held.
     public let directory: URL
-    private let descriptor: Int32
+    /// The open `server.lock`, until ``release()`` (or the end of this object).
+    private let descriptor: Mutex<Int32>
 
     /// Makes the directory when it is missing (0700: it holds every user's annotations,
     /// and is narrowed to 0700 when it exists), then takes its lock.
@@ -47,10 +49,21 @@ public final class DataDirectoryLock: Sendable {
             _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         }
         self.directory = directory
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
-    deinit { close(descriptor) }
+    /// Lets go of the directory now, rather than when this object goes away (which a task
+    /// still holding the server may delay): for another server to start on it in this
+    /// process. Later calls do nothing.
+    public func release() {
+        let open = descriptor.withLock { descriptor -> Int32 in
+            defer { descriptor = -1 }
+            return descriptor
+        }
+        if open >= 0 { close(open) }
+    }
+
+    deinit { release() }
 
     /// Makes `path` (and its missing parents) 0700, or narrows it to 0700, with the
     /// system's own words for what stops it.
