@@ -22,11 +22,13 @@ struct Instantctl: AsyncParsableCommand {
               3  refused: local changes not yet synced would be lost (see rm --force, --export), \
             the store is a server's data directory (its PDFs are originals: nothing is removed), \
             or it is on a read-only file system (a snapshot: ls, du, cache, metrics, verify, \
-            prune --dry-run and reading annotations work there; nothing is changed)
+            prune --dry-run, quarantine list and export, and reading annotations work there; \
+            nothing is changed)
               4  the store is busy (locked by another process), cannot be read (its root is \
             not a directory, say), or \
-            belongs to another user (root included: run as its owner, sudo -u OWNER; \
-            INSTANTCTL_ANY_OWNER=1 for file systems that keep no owners)
+            belongs to another user (root included, but for a store on a read-only file system: \
+            run as its owner, sudo -u OWNER; INSTANTCTL_ANY_OWNER=1 for file systems that keep \
+            no owners)
               5  the server could not be reached, or failed: an attempt that fails ends the \
             command, and --timeout cancels one that hangs. Check --server and the network, then \
             run the command again

@@ -195,9 +195,14 @@ import Testing
         // The marked layer reads: its row is there, so the removal never committed.
         let marked = try store.openLayer(tenant: Scratch.tenant, document: "report", layer: "")
         #expect(try marked.annotations().map(\.id) == ["local", "synced"])
+        #expect(try marked.liveLocalChangeCount() == 1, "a live read (what the client makes) too")
         marked.close()
         // The old format: refused to open, reported by verify beside the rest.
-        #expect(throws: StoreError.self) { try store.openLayer(tenant: Scratch.tenant, document: "old", layer: "") }
+        #expect(
+            throws: StoreError.readOnlyStore(path: oldPath, operation: "upgrade the layer to this version's format")
+        ) {
+            try store.openLayer(tenant: Scratch.tenant, document: "old", layer: "")
+        }
         let report = try store.verify(VerifyOptions(deep: true))
         #expect(report.layersChecked == 2)
         let problems = report.problems.map { "\($0.kind.rawValue) \($0.subject)" }
@@ -210,7 +215,7 @@ import Testing
     /// writable mount. Its files are read as they are only while no process changes them:
     /// a read-only handle waits for a writable one to close, and a writable one waits for
     /// the read-only handles to close. Two read-only handles of one process share the hold.
-    @Test(.enabled(if: TinyDisk.canMount)) func aReadOnlyViewOfAStoreInUseWaitsForIt() async throws {
+    @Test(.enabled(if: TinyDisk.canMount)) func aReadOnlyViewOfAStoreInUseWaitsForIt() throws {
         let disk = try TinyDisk(megabytes: 16)
         defer { disk.unmount() }
         let root = disk.path.appendingPathComponent("store")
@@ -220,11 +225,12 @@ import Testing
         defer { TinyDisk.unmountView(view) }
         let viewRoot = view.appendingPathComponent("store")
 
-        // The writable handle lets go after half a second; the read-only open waits for it.
+        // The writable handle lets go after half a second (on a thread of its own: the
+        // open below blocks this one); the read-only open waits for it.
         let clock = ContinuousClock()
-        let start = clock.now
-        Task.detached {
-            try await Task.sleep(for: .milliseconds(500))
+        var start = clock.now
+        Thread.detachNewThread {
+            usleep(500_000)
             writable.close()
         }
         let first = try InstantStore(root: viewRoot)
@@ -233,16 +239,19 @@ import Testing
         let second = try InstantStore(root: viewRoot)
         #expect(try second.localDescriptors().count == 1)
         second.close()
-        #expect(try first.localDescriptors().count == 1)
+        // A layer handle keeps the hold after its store handle closed.
+        let layer = try first.openLayer(tenant: Scratch.tenant, document: "report", layer: "")
+        first.close()
+        #expect(try layer.liveLocalChangeCount() == 1)
 
-        // A writable open waits while the read-only handle lives.
-        let reader = Task.detached {
-            try await Task.sleep(for: .milliseconds(500))
-            first.close()
+        // A writable open waits while the read-only layer handle lives.
+        start = clock.now
+        Thread.detachNewThread {
+            usleep(500_000)
+            layer.close()
         }
         let reopened = try InstantStore(root: root)
-        #expect(clock.now - start >= .milliseconds(950), "the writable open waited for the reader")
+        #expect(clock.now - start >= .milliseconds(450), "the writable open waited for the reader")
         reopened.close()
-        try await reader.value
     }
 }

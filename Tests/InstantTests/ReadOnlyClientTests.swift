@@ -23,7 +23,7 @@ import Testing
                 ]))
             let snapshot = disk.path.appendingPathComponent("store")
             try FileManager.default.copyItem(at: h.root, to: snapshot)
-            withExtendedLifetime(client) {}
+            withExtendedLifetime(client) {}  // open while it was copied: a snapshot of a store in use
             try disk.remount(readOnly: true)
             try await h.server.upload("other", samplePDF(seed: 2))
 
@@ -69,6 +69,14 @@ import Testing
                 expectRefused(error as? InstantError, "a removal")
             }
             #expect(try stored.readOnlyDocument().annotations().count == 1)
+
+            // Nothing listens: no listen request leaves the client.
+            h.proxy.holdNextRequest(to: "GET /i/v1/documents/doc/")
+            stored.startListeningForServerChanges()
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(h.proxy.requestsHeld == 0)
+            stored.stopListeningForServerChanges()
+            h.proxy.releaseHeldRequest()
         }
     }
 }

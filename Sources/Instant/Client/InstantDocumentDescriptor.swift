@@ -123,6 +123,11 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// needs).
     var isLayerStored: Bool { storedRow != nil }
 
+    /// Whether the layer is stored where server changes can be applied: what listening
+    /// needs. Nothing listens over a store on a read-only file system, where every sync
+    /// fails (`read_only_store`) and nothing could make it succeed.
+    var isLayerStoredWritably: Bool { client?.store.isReadOnly == false && isLayerStored }
+
     /// Whether the layer and its document's PDF are in the store.
     public var isDownloaded: Bool { storedRow?.pdfSHA256 != nil }
 

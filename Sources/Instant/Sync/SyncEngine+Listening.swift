@@ -17,7 +17,7 @@ extension SyncEngine {
     func followListenRequests() {
         if isListeningWanted {
             // Not before the layer is stored: the download starts it (resumeListening).
-            if listening == nil && descriptor?.isLayerStored == true { beginListening() }
+            if listening == nil && descriptor?.isLayerStoredWritably == true { beginListening() }
         } else {
             listening?.cancel()
             listening = nil
@@ -40,7 +40,7 @@ extension SyncEngine {
     /// begun before the layer's last removal (whose pause has not come yet) is replaced.
     func resumeListening() {
         // Not before the layer is stored (again): a loop would fail on it at once.
-        guard isListeningWanted, descriptor?.isLayerStored == true else { return }
+        guard isListeningWanted, descriptor?.isLayerStoredWritably == true else { return }
         let removals = descriptor?.layerRemovals.load(ordering: .sequentiallyConsistent) ?? 0
         if listening != nil && listeningSinceRemoval == removals { return }
         listening?.cancel()

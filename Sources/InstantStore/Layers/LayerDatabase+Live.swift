@@ -61,13 +61,15 @@ extension LayerDatabase {
 
     /// `body` in a read that first looks at the removed mark. A mark a removal left
     /// without committing (refused, rolled back, killed) is cleared, as a write clears it
-    /// (``LayerHooks/resolveMark``), and the read made again.
+    /// (``LayerHooks/resolveMark``), and the read made again. In a read-only store, which
+    /// nobody changes while it is read (``ReadOnlyHold``), the catalog's row that the
+    /// store found when it opened the handle already says the mark is stale.
     func readLive<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         var resolved = false
         while true {
             let (value, marked): (T?, Bool) = try read { db in
                 // No meta row reads as removed, as for writes.
-                if (try db.fetchInt64("SELECT removed FROM meta") ?? 1) != 0 { return (nil, true) }
+                if !isReadOnly, (try db.fetchInt64("SELECT removed FROM meta") ?? 1) != 0 { return (nil, true) }
                 return (try body(db), false)
             }
             if !marked, let value { return value }

@@ -31,17 +31,22 @@ public final class LayerDatabase: Sendable {
     /// Opens the layer file at `path`, upgrading a file of an older format in place.
     /// `isCopy`: the file is a copy (of a quarantined layer), upgraded even when damaged,
     /// to read what can be read; an original that is damaged is left as it is (corrupt).
-    init(path: String, key: String, hooks: LayerHooks = LayerHooks(), isCopy: Bool = false)
-        throws(StoreError)
-    {
+    /// `readOnly`: the store is read-only (nil: whether `path` is on a read-only file
+    /// system); `hold`, its share of the store's exclusive lock, kept until ``close()``,
+    /// so nobody changes the file while this handle reads it.
+    init(
+        path: String, key: String, hooks: LayerHooks = LayerHooks(), isCopy: Bool = false, readOnly: Bool? = nil,
+        hold: ReadOnlyHold? = nil
+    ) throws(StoreError) {
         self.path = path
         self.key = key
         self.hooks = hooks
+        self.hold = hold
         guard FileSystem.exists(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
         if LayerDatabase.isEmptyBesideWAL(path) {
             throw .corruptLayer(key: key, reason: "the layer file is empty beside a -wal that may hold its changes")
         }
-        isReadOnly = FileSystem.isOnReadOnlyFileSystem(path)
+        isReadOnly = readOnly ?? FileSystem.isOnReadOnlyFileSystem(path)
         queue =
             isReadOnly
             ? try LayerDatabase.openReadOnlyQueue(path: path, key: key)
@@ -74,6 +79,9 @@ public final class LayerDatabase: Sendable {
     /// Whether this handle's file is on a read-only file system: opened for reading only,
     /// and every change fails with ``StoreError/readOnlyStore(path:operation:)``.
     public let isReadOnly: Bool
+
+    /// A read-only handle's share of its store's exclusive lock (``ReadOnlyHold``).
+    private let hold: ReadOnlyHold?
 
     /// Whether the file at `path` is empty while its `-wal` is not. SQLite deletes the
     /// `-wal` of an empty database file when it opens it, so such a file is never opened
@@ -222,6 +230,7 @@ public final class LayerDatabase: Sendable {
     public func close() {
         hooks.willClose?(self)
         try? queue.close()
+        hold?.release()
     }
 
     // MARK: Helpers

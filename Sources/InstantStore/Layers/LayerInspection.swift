@@ -44,7 +44,7 @@ enum LayerInspection: Sendable {
         case .unsupportedFormatVersion(_, let found, _): .newerFormat(found)
         case .corruptLayer(_, let reason): .unreadable(reason)
         case .io(_, _, let code) where code == ENOENT: .missing
-        case .io, .busy, .diskFull: .inaccessible(error)
+        case .io, .busy, .diskFull, .readOnlyStore: .inaccessible(error)
         case .database(let code, let message):
             // SQLITE_CANTOPEN (14) and SQLITE_PERM (3), SQLITE_IOERR (10) families, and
             // SQLITE_READONLY (8: a file of an older format that cannot be upgraded here):

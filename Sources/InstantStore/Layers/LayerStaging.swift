@@ -30,7 +30,8 @@ struct LayerStaging: Sendable {
     /// copy of a file of a store that cannot be written (on a read-only file system).
     /// ``cleanUp()`` removes the directory too.
     init(privateUnder base: String) throws(StoreError) {
-        let directory = base + "/instant-copy-" + key
+        Self.sweepDeadCopies(under: base)
+        let directory = base + "/" + Self.privatePrefix + key
         guard mkdir(directory, 0o700) == 0 else { throw .fromErrno("mkdir", directory) }
         path = directory + "/\(key).layer"
         do {
@@ -41,6 +42,27 @@ struct LayerStaging: Sendable {
         }
         spares = nil
         ownDirectory = directory
+    }
+
+    private static let privatePrefix = "instant-copy-"
+
+    /// Removes the copies that processes killed while they read them left under `base`:
+    /// directories of ``init(privateUnder:)`` whose lock nobody holds. Best effort (a
+    /// directory it cannot take is left for the next time, or the system's clean-up); only
+    /// this user's can be opened.
+    private static func sweepDeadCopies(under base: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for name in names where name.hasPrefix(privatePrefix) {
+            let directory = base + "/" + name
+            let file = directory + "/" + name.dropFirst(privatePrefix.count) + ".layer"
+            // A directory just made has no lock file yet: its open fails, and it is left.
+            guard let lock = try? POSIXFile.open(file + ".lock", flags: O_RDONLY),
+                (try? lock.lock(LOCK_EX)) == true
+            else { continue }
+            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(file + suffix) }
+            lock.removeAndClose()
+            rmdir(directory)
+        }
     }
 
     /// Removes whatever is left of the staged file, then its lock (or keeps the lock, still

@@ -27,7 +27,7 @@ final class ReadOnlyHold: Sendable {
         var inode: UInt64
     }
 
-    private enum Outcome { case joined, taken, heldElsewhere }
+    private enum Outcome { case joined, taken, heldElsewhere, cannotLock }
 
     private let key: Key
     private let released = Mutex(false)
@@ -35,7 +35,10 @@ final class ReadOnlyHold: Sendable {
     private init(key: Key) { self.key = key }
 
     /// Takes (or joins) this process's hold of `layout`'s lock; nil when the store has no
-    /// lock file (a store is never opened writable without making it).
+    /// lock file (a store is never opened writable without making it), or when its file
+    /// system cannot lock a file opened for reading exclusively (NFS emulates flock with
+    /// POSIX locks, which need it opened for writing): the store is then read on trust
+    /// that nobody changes it meanwhile.
     static func take(_ layout: StoreLayout) throws(StoreError) -> ReadOnlyHold? {
         let path = layout.rootPath + "/store.lock"
         guard let identity = FileSystem.identity(path) else { return nil }
@@ -49,7 +52,13 @@ final class ReadOnlyHold: Sendable {
                     table[key]?.handles += 1
                     return .joined
                 }
-                guard try file.lock(LOCK_EX) else { return .heldElsewhere }
+                do throws(StoreError) {
+                    guard try file.lock(LOCK_EX) else { return .heldElsewhere }
+                } catch {
+                    guard case .io(_, _, let code) = error, [EBADF, ENOLCK, EOPNOTSUPP, EINVAL].contains(code)
+                    else { throw error }
+                    return .cannotLock
+                }
                 table[key] = Held(file: file, handles: 1)
                 return .taken
             }
@@ -58,6 +67,9 @@ final class ReadOnlyHold: Sendable {
                 file.close()
                 return ReadOnlyHold(key: key)
             case .taken: return ReadOnlyHold(key: key)
+            case .cannotLock:
+                file.close()
+                return nil
             case .heldElsewhere: break
             }
             if Date() > deadline {

@@ -122,7 +122,7 @@ public struct StoreLayout: Sendable, Equatable {
                     path: rootPath
                         + (exclusive
                             ? " (other processes have the store open; stop them first)"
-                            : " (its catalog is being rebuilt)"))
+                            : " (its catalog is being rebuilt, or a read-only view of it is being read)"))
             }
             usleep(50_000)
         }

@@ -44,19 +44,19 @@ public final class InstantStore: Sendable {
     public init(root: URL, role: StoreRole = .cache, freeingSpace: Bool = false) throws(StoreError) {
         layout = StoreLayout(root: root)
         spareLayerLocks = SpareLayerLocks(layout)
-        isReadOnly = layout.isOnReadOnlyFileSystem
-        if isReadOnly {
+        // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
+        // so it never swaps a catalog out from under a process using it. (Nil: the file
+        // system refused to write, as a read-only one does.)
+        let lock = layout.isOnReadOnlyFileSystem ? nil : try Self.prepareWritable(layout)
+        isReadOnly = lock == nil
+        guard let lock else {
             (catalog, readOnlyHold) = try Self.openReadOnly(layout, role: role, freeingSpace: freeingSpace)
-            lock = nil
+            self.lock = nil
             releasedReserve = false
             openedAs = role
             isOrigin = catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
             return
         }
-        try layout.createDirectories()
-        // Shared for as long as this handle lives: a catalog rebuild takes it exclusively,
-        // so it never swaps a catalog out from under a process using it.
-        let lock = try layout.lockStore(exclusive: false)
         self.lock = lock
         readOnlyHold = nil
         // Before any rebuild: a rebuild of a server's store never leaves out a PDF it
@@ -92,6 +92,19 @@ public final class InstantStore: Sendable {
     /// ``StoreError/readOnlyStore(path:operation:)``, and nothing is created, upgraded or
     /// rebuilt in it.
     public let isReadOnly: Bool
+
+    /// Makes the store's directories and takes its lock shared; nil when the file system
+    /// refuses to write (`EROFS`) without saying it is read-only: an NFS export the server
+    /// keeps read-only, on a mount that is not.
+    private static func prepareWritable(_ layout: StoreLayout) throws(StoreError) -> POSIXFile? {
+        do {
+            try layout.createDirectories()
+            return try layout.lockStore(exclusive: false)
+        } catch {
+            if case .io(_, _, EROFS) = error, FileSystem.exists(layout.catalogPath) { return nil }
+            throw error
+        }
+    }
 
     /// Opens a store on a read-only file system as it is: its lock held exclusively by this
     /// process (``ReadOnlyHold``: no process changes the files meanwhile), its catalog
@@ -299,7 +312,9 @@ public final class InstantStore: Sendable {
             flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) },
             syncRecord: { [self] _ throws(StoreError) in try self.syncLayerRecord(key: key) })
         do {
-            return try LayerDatabase(path: layout.layerPath(key: key), key: key, hooks: hooks)
+            return try LayerDatabase(
+                path: layout.layerPath(key: key), key: key, hooks: hooks, readOnly: isReadOnly,
+                hold: isReadOnly ? try ReadOnlyHold.take(layout) : nil)
         } catch {
             if case .corruptLayer = error { flagLayerCorrupt(key: key) }
             throw error

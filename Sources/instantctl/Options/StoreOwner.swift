@@ -40,9 +40,9 @@ enum StoreOwner {
                 status: ExitStatus.unavailable)
         }
         guard info.st_uid != geteuid() else { return }
-        // Nothing is made in a store on a read-only file system (a snapshot): another
-        // user's is read as it is.
-        if StoreLayout(root: root).isOnReadOnlyFileSystem { return }
+        // Nothing is made in a store on a read-only file system (a snapshot): root reads
+        // another user's as it is. (Another user who is not root is told whose it is.)
+        if geteuid() == 0, StoreLayout(root: root).isOnReadOnlyFileSystem { return }
         let owner = userName(info.st_uid)
         throw CommandError(
             message:
