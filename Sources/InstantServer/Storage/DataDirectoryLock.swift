@@ -36,9 +36,18 @@ public final class DataDirectoryLock: Sendable {
         let path = directory.appendingPathComponent("server.lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw DataDirectoryError.lockFailed(path, errno) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        // Held by this process, the lock is let go in a moment: a server it closed just now
+        // may still be shared with a child being spawned (until its exec closes the
+        // descriptor), or its object not yet gone. Another process's hold is refused at once.
+        let patience = Date().addingTimeInterval(Self.ownHoldWait)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let error = errno
+            if error == EINTR { continue }
             let holder = Self.holder(descriptor)
+            if error == EWOULDBLOCK, holder == getpid(), Date() < patience {
+                usleep(20_000)
+                continue
+            }
             close(descriptor)
             if error == EWOULDBLOCK { throw DataDirectoryError.inUse(directory.path, holder: holder) }
             throw DataDirectoryError.lockFailed(path, error)
@@ -51,6 +60,9 @@ public final class DataDirectoryLock: Sendable {
         self.directory = directory
         self.descriptor = Mutex(descriptor)
     }
+
+    /// How long a start waits for a hold of its own process to go (``init(directory:)``).
+    static let ownHoldWait: TimeInterval = 2
 
     /// Lets go of the directory now, rather than when this object goes away (which a task
     /// still holding the server may delay): for another server to start on it in this
