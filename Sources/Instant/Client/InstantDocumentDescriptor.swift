@@ -128,8 +128,21 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     /// fails (`read_only_store`) and nothing could make it succeed.
     var isLayerStoredWritably: Bool { client?.store.isReadOnly == false && isLayerStored }
 
-    /// Whether the layer and its document's PDF are in the store.
+    /// Whether the layer and its document's PDF are in the store. A store that cannot be
+    /// read now reads as not downloaded: ``checkIsDownloaded()`` tells the two apart.
     public var isDownloaded: Bool { storedRow?.pdfSHA256 != nil }
+
+    /// ``isDownloaded``, with a store that cannot be read now (busy past its timeout, an
+    /// I/O error, closed) thrown rather than told as "not downloaded": for a caller that
+    /// acts on the answer, as one that would take the layer for removed.
+    ///
+    /// ```swift
+    /// if try !descriptor.checkIsDownloaded() { try await descriptor.download(usingJWT: jwt).result() }
+    /// ```
+    public func checkIsDownloaded() throws(InstantError) -> Bool {
+        guard let client, !mutable.withLock({ $0.invalidated }) else { return false }
+        return try client.localDescriptor(identifier, layerName)?.pdfSHA256 != nil
+    }
 
     /// The layer's state: `sendingChanges` or `receivingChanges` while a sync cycle runs,
     /// otherwise read from the store.

@@ -62,7 +62,7 @@ struct LayerOptions: ParsableArguments {
             let descriptor = try client.localDocumentDescriptors().values.joined().first {
                 $0.identifier.hasSameBytes(as: document) && $0.layerName.hasSameBytes(as: layer)
             }
-            guard let descriptor, descriptor.isDownloaded else {
+            guard let descriptor, try descriptor.checkIsDownloaded() else {
                 throw CommandError(
                     message:
                         "\(Formats.identifier(document)) layer \(Formats.layer(layer)) is not in the store for \(url.absoluteString): run instantctl download first (instantctl ls shows what is)"

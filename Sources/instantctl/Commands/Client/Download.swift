@@ -25,7 +25,7 @@ struct Download: AsyncParsableCommand {
             let (server, descriptor) = (session.server, session.descriptor)
             defer { withExtendedLifetime(session.client) {} }
             let output = options.output
-            guard !descriptor.isDownloaded else {
+            guard try !descriptor.checkIsDownloaded() else {
                 report(descriptor, server: server, moved: nil, to: output)
                 return
             }

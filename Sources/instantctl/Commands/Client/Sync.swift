@@ -41,7 +41,7 @@ struct Sync: AsyncParsableCommand {
             defer { withExtendedLifetime(session.client) {} }
             // One cycle, run by the command: no timer may start another meanwhile.
             descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
-            guard descriptor.isDownloaded else {
+            guard try descriptor.checkIsDownloaded() else {
                 throw CommandError(
                     message: "\(Formats.identifier(claims.documentID)) layer \(Formats.layer(claims.layerName)) "
                         + "is not downloaded: run instantctl download first",

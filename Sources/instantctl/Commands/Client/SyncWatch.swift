@@ -191,7 +191,8 @@ struct SyncWatch {
                     json: ["event": "waiting", "message": .string(error.message)])
             }
         case .didFailSync(let descriptor, let error):
-            guard descriptor.isDownloaded else { return Self.removedWhileWatched("(\(error.message))") }
+            // A store that cannot be read now is no news of a removal: the sync's failure is.
+            if (try? descriptor.checkIsDownloaded()) == false { return Self.removedWhileWatched("(\(error.message))") }
             return ExitStatus.clientFailure(error, token: token)
         case .didFinishSync:
             let resumed = tally.counts.withLock { counts in
