@@ -28,7 +28,9 @@ import Testing
     @Test(.enabled(if: TinyDisk.canMount)) func aStoreOnAReadOnlyMountIsReadAndNeverChanged() throws {
         let disk = try TinyDisk(megabytes: 16)
         defer { disk.unmount() }
-        let root = disk.path.appendingPathComponent("store")
+        // A name with what a URI escapes or reads as syntax: the files open `immutable`
+        // through one.
+        let root = disk.path.appendingPathComponent("store ?#%25&=;x")
         let writable = try InstantStore(root: root)
         try Self.fill(writable).close()
         // A second layer, with nothing to sync: what a prune would remove.
