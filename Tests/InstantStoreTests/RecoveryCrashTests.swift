@@ -83,6 +83,27 @@ import Testing
         try expectPendingSurvives(scratch.root)
     }
 
+    /// A repair killed after it renamed its replacement into `layers/` leaves that file, a
+    /// copy of the layer's pending changes under its client id, as an orphan beside the
+    /// layer it was to replace. A removal of the layer (its changes synced since, or
+    /// discarded on purpose) deals with that orphan first, while the layer is there to
+    /// tell it is a copy: set aside, never adopted by a later sweep as the layer itself,
+    /// which would send those changes again.
+    @Test(arguments: ["replace.afterRename", "replace.beforeCommit"])
+    func aKilledRepairsCopyIsNotTakenBackAfterItsLayerIsRemoved(failpoint: String) async throws {
+        let (scratch, _) = try storeWithDamagedLayer()
+        let result = try await runWorker(["repair", scratch.root.path], failpoint: failpoint)
+        #expect(result.signalled, "the repair should die at \(failpoint): \(result.output)")
+        let store = try InstantStore(root: scratch.root)
+        let removed = try store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "L", pendingChanges: .discard)
+        #expect(removed.layers.count == 1)
+        #expect(removed.swept.contains { $0.contains("moved to quarantine") }, "\(removed.swept)")
+        let pruned = try store.prune()
+        #expect(!pruned.removed.swept.contains { $0.contains("taken back") }, "\(pruned.removed.swept)")
+        _ = try store.verify(VerifyOptions(repair: true))
+        #expect(try store.localDescriptors().isEmpty, "the removed layer came back")
+    }
+
     /// A repair that sets a damaged PDF aside, killed at each step: the PDF's row never
     /// outlives its file (a download would otherwise trust a PDF that is not there).
     @Test(arguments: [
