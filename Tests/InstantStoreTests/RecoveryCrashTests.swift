@@ -85,10 +85,9 @@ import Testing
 
     /// A repair killed after it renamed its replacement into `layers/` leaves that file, a
     /// copy of the layer's pending changes under its client id, as an orphan beside the
-    /// layer it was to replace. A removal of the layer (its changes synced since, or
-    /// discarded on purpose) deals with that orphan first, while the layer is there to
-    /// tell it is a copy: set aside, never adopted by a later sweep as the layer itself,
-    /// which would send those changes again.
+    /// layer it was to replace. Once the layer is removed (its changes synced since, or
+    /// discarded on purpose), a sweep must not adopt the copy as the layer, which would
+    /// send those changes again: it was renamed marked removed, and goes to quarantine.
     @Test(arguments: ["replace.afterRename", "replace.beforeCommit"])
     func aKilledRepairsCopyIsNotTakenBackAfterItsLayerIsRemoved(failpoint: String) async throws {
         let (scratch, _) = try storeWithDamagedLayer()
@@ -97,11 +96,24 @@ import Testing
         let store = try InstantStore(root: scratch.root)
         let removed = try store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "L", pendingChanges: .discard)
         #expect(removed.layers.count == 1)
-        #expect(removed.swept.contains { $0.contains("moved to quarantine") }, "\(removed.swept)")
         let pruned = try store.prune()
         #expect(!pruned.removed.swept.contains { $0.contains("taken back") }, "\(pruned.removed.swept)")
+        #expect(pruned.removed.swept.contains { $0.contains("moved to quarantine") }, "\(pruned.removed.swept)")
         _ = try store.verify(VerifyOptions(repair: true))
         #expect(try store.localDescriptors().isEmpty, "the removed layer came back")
+    }
+
+    /// A repair that completes leaves no mark on its replacement: it opens and syncs as
+    /// any layer, and verify finds nothing.
+    @Test func aRepairsReplacementCarriesNoMark() throws {
+        let (scratch, _) = try storeWithDamagedLayer()
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.pendingChangesSalvaged == 1, "\(report.problems)")
+        #expect(try scratch.store.verify(VerifyOptions()).isClean)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "L")
+        defer { layer.close() }
+        #expect(try !layer.isMarkedRemoved())
+        #expect(try layer.pendingChanges().map(\.annotationID) == ["pending"])
     }
 
     /// A repair that sets a damaged PDF aside, killed at each step: the PDF's row never

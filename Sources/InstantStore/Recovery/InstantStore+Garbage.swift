@@ -145,18 +145,15 @@ extension InstantStore {
         return (sweep.paths, sweep.bytes)
     }
 
-    /// What prune (and every removal) sweeps on its way, reading `tmp/` only: temp files of
-    /// dead writers, and the orphan each may have left (see ``abandonedFiles()``). With
-    /// `dryRun`, lists them. Without `bookkeeping`, the sync locks of removed layers and
-    /// dead spare locks stay for the next prune (a removal's sweep: there is one sync lock
-    /// per layer synced).
+    /// What prune sweeps on its way, reading `tmp/` only: temp files of dead writers, and
+    /// the orphan each may have left (see ``abandonedFiles()``). With `dryRun`, lists them.
     ///
     /// Each entry is a path relative to the root, followed by what became of it when that
     /// was not a plain deletion (`: taken back …`, `: moved to quarantine/…`). A claim or
     /// lock whose orphan had to be left stays, so the next prune looks again. `bytes` is
     /// the disk the deletions free (a dry run's: its temp files and orphan PDFs; an orphan
     /// layer's fate is known only when it is looked at).
-    func sweepAbandoned(dryRun: Bool, bookkeeping: Bool = true) throws(StoreError) -> Sweep {
+    func sweepAbandoned(dryRun: Bool) throws(StoreError) -> Sweep {
         let abandoned = try abandonedFiles()
         var swept: [String] = []
         var bytes: Int64 = 0
@@ -209,8 +206,8 @@ extension InstantStore {
             bytes += size
         }
         // The sync locks of layers that are gone, and dead spare layer locks: bookkeeping,
-        // not listed (and left by a removal's sweep: the sync locks are one per layer).
-        if !dryRun && bookkeeping {
+        // not listed.
+        if !dryRun {
             _ = try sweepSyncLocks()
             try removeDeadSpares(abandoned.spares)
         }

@@ -75,7 +75,7 @@ extension InstantStore {
         // Batches keep each write transaction short; each re-checks what it removes.
         for batch in stride(from: 0, to: max(plan.layerIDs.count, 1), by: 200) {
             let ids = Array(plan.layerIDs[batch..<min(batch + 200, plan.layerIDs.count)])
-            let removed = try remove(sweeping: false) { db, report, marked in
+            let removed = try remove { db, report, marked in
                 let placeholders = ids.map { _ in "?" }.joined(separator: ",")
                 let rows = ids.isEmpty ? [] : try self.layerRows(db, "layer.id IN (\(placeholders))", ids)
                 // A layer used since the plan was made is no longer a candidate.

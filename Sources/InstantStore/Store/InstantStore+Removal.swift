@@ -92,25 +92,10 @@ extension InstantStore {
 
     /// Runs one removal transaction, then unlinks the files it tombstoned. Layers marked
     /// removed in a transaction that then fails are unmarked again.
-    func remove(sweeping: Bool = true, _ body: (Database, inout RemovalReport, MarkedLayers) throws -> Void)
-        throws(StoreError) -> RemovalReport
+    func remove(_ body: (Database, inout RemovalReport, MarkedLayers) throws -> Void) throws(StoreError)
+        -> RemovalReport
     {
         try checkRemovalAllowed()
-        // First, what dead writers left in tmp/, judged against the layers as they are
-        // before this removal: a killed repair's replacement (a copy of a layer's pending
-        // changes, under its client id) is set aside while its layer is there to say it is
-        // a copy. After the removal, a sweep would take it back as the layer itself, and
-        // send changes synced or discarded since. (Prune sweeps once, before its batches.)
-        // A sweep that fails does not stop the removal: it is reported with the files left.
-        var sweep = Sweep(paths: [], bytes: 0)
-        var sweepFailure: String?
-        if sweeping {
-            do {
-                sweep = try sweepAbandoned(dryRun: false, bookkeeping: false)
-            } catch {
-                sweepFailure = "tmp/ was not swept (\(error))"
-            }
-        }
         let marked = MarkedLayers()
         var report: RemovalReport
         do throws(StoreError) {
@@ -140,9 +125,7 @@ extension InstantStore {
         // on the commit (a client makes the removed layers' descriptors invalid), and the
         // files are found again: a tombstone stays until its file is gone, and a file
         // left without its row is an orphan that GC takes up.
-        var problems: [String] = sweepFailure.map { [$0] } ?? []
-        report.swept += sweep.paths
-        report.bytesFreed += sweep.bytes
+        var problems: [String] = []
         // Unreadable layers the caller asked to discard: their rows are gone; their files
         // go to quarantine/, never unlinked (killed before this, GC's orphan rule moves them).
         for relative in marked.toQuarantine {

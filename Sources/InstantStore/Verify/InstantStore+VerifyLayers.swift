@@ -101,6 +101,14 @@ extension InstantStore {
         }
     }
 
+    /// Clears the mark a replacement was renamed with, now that its row names it. One left
+    /// (the file busy, an I/O error) is stale: the next open or write clears it.
+    private func clearStaleMark(key: String) {
+        guard let layer = try? openLayer(key: key) else { return }
+        defer { layer.close() }
+        _ = try? resolveStaleMark(layer)
+    }
+
     /// Replaces a missing or corrupt layer file with a fresh one that carries every pending
     /// change that can still be read (cursor reset, so the next sync brings the server's
     /// records), crash-atomically:
@@ -114,8 +122,9 @@ extension InstantStore {
     /// 3. Only then does the old file go to `quarantine/`, with its `-wal` and `-shm`.
     ///
     /// Killed before 2 commits, the old file still has its row (its stale mark is cleared
-    /// at the next open) and the new one is an orphan holding copies, which GC
-    /// quarantines. Killed before 3, the old file is an orphan marked removed, which GC
+    /// at the next open) and the new one is an orphan holding copies, marked removed
+    /// before its rename, which GC quarantines (never adopts, even once the layer is
+    /// removed). Killed before 3, the old file is an orphan marked removed, which GC
     /// quarantines when it holds anything. When no pending change can be read the fresh
     /// layer is flagged corrupt, so the client reports it `invalid`. Returns false when
     /// the row changed meanwhile (nothing done).
@@ -212,7 +221,14 @@ extension InstantStore {
                 at: staging.path, key: staging.key, metadata: metadata, records: [], pending: salvaged ?? [],
                 lost: lostCarried, numberChangesAfter: numberAfter)
             let fresh = try LayerDatabase(path: staging.path, key: staging.key)
+            defer { fresh.close() }
             let summary = try fresh.summary()
+            // Renamed marked removed: an orphan left by a kill before the commit holds
+            // copies of the old file's changes under its client id, and must never be
+            // adopted as the layer (a removal of the layer later would let a sweep take it
+            // back, and send those changes again): GC quarantines a marked orphan. After
+            // the commit, the mark is stale (a row names the file) and cleared.
+            _ = try fresh.markRemoved(allowingPendingThrough: .max)
             fresh.close()
             try FileSystem.rename(staging.path, self.layout.layerPath(key: staging.key))
             try FileSystem.syncDirectory(self.layout.layersDirectory)
@@ -232,6 +248,7 @@ extension InstantStore {
         committed = true
         guard let outcome else { return false }
         try Failpoint.check("replace.afterCommit")
+        clearStaleMark(key: staging.key)
         report.pendingChangesSalvaged += outcome.salvaged
         report.pendingChangesUnreadable += outcome.unreadable
         report.pendingChangesLost += outcome.lost
