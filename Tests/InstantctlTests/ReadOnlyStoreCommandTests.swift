@@ -50,6 +50,25 @@ import Testing
             #expect(run.status == 3, "\(command): \(run.status) \(run.error)")
             #expect(run.error.contains("is on a read-only file system"), "\(command): \(run.error)")
         }
+        // A sync, and a watch, are refused before they begin (no server is needed to say so).
+        for watch in [[], ["--watch"]] {
+            let run = try await instantctl(
+                ["sync", "--server", DemoStore.acme, "--jwt", Self.jwt(document: "contract-7", user: "alice")] + watch,
+                root: root)
+            #expect(run.status == 3, "\(watch): \(run.status) \(run.error)")
+            #expect(run.output.isEmpty && run.error.contains("cannot sync the layer"), "\(run.output) \(run.error)")
+        }
         #expect(try await instantctl(["ls", "--json"], root: root).output == before.output)
+    }
+
+    /// A JWT for `document` and `user` that parses (its signature is never checked offline).
+    private static func jwt(document: String, user: String) -> String {
+        func encoded(_ json: String) -> String {
+            Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let claims =
+            #"{"document_id":"\#(document)","user_id":"\#(user)","permissions":["read-document","write","download"],"exp":4102444800}"#
+        return encoded(#"{"alg":"ES256","typ":"JWT"}"#) + "." + encoded(claims) + ".c2lnbmF0dXJl"
     }
 }

@@ -47,6 +47,10 @@ struct Sync: AsyncParsableCommand {
                         + "is not downloaded: run instantctl download first",
                     status: ExitStatus.problems)
             }
+            // Said before a watch begins: no sync can run there, now or later.
+            if StoreLayout(root: options.rootURL).isOnReadOnlyFileSystem {
+                throw StoreError.readOnlyStore(path: options.rootURL.path, operation: "sync the layer")
+            }
             if watch {
                 try await SyncWatch(session: session, root: options.rootURL, token: token, output: options.output).run()
                 return
