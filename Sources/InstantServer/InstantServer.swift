@@ -99,10 +99,11 @@ public final class InstantServer: Sendable {
             algorithm: configuration.jwtKey.algorithm)
     }
 
-    /// Lets go of the data directory, for another server to start on it in this process
-    /// (a restart): call it once the application serving this server has stopped, and use
-    /// the server no more. Without it, the directory is let go when the server object goes
-    /// away, which a task still holding it may delay.
+    /// Lets go of the data directory's lock (`server.lock`, also one given to
+    /// ``init(configuration:dataLock:)``), for another server to start on it in this
+    /// process (a restart): call it once the application serving this server has stopped,
+    /// and use the server no more. Its databases close when the object goes away. Without
+    /// it, the lock too goes only then, which a task still holding the server may delay.
     public func close() {
         dataLock.release()
     }

@@ -26,9 +26,9 @@ struct Instantctl: AsyncParsableCommand {
             nothing is changed)
               4  the store is busy (locked by another process), cannot be read (its root is \
             not a directory, say), or \
-            belongs to another user (root included, but for a store on a read-only file system: \
-            run as its owner, sudo -u OWNER; INSTANTCTL_ANY_OWNER=1 for file systems that keep \
-            no owners)
+            belongs to another user (root included: run as its owner, sudo -u OWNER; \
+            INSTANTCTL_ANY_OWNER=1 for file systems that keep no owners; root may read another \
+            user's store on a read-only file system)
               5  the server could not be reached, or failed: an attempt that fails ends the \
             command, and --timeout cancels one that hangs. Check --server and the network, then \
             run the command again

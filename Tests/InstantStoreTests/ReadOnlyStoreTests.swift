@@ -81,9 +81,13 @@ import Testing
         refused("a PDF") { _ = try store.beginPDFIngest() }
         refused("a sync") { _ = try store.trySyncLock(layer) }
         refused("a new layer") { _ = try store.createLayer(tenant: Scratch.tenant, document: "other", layer: "") }
-        #expect(throws: StoreError.readOnlyStore(path: root.path, operation: "free space in the store")) {
-            try InstantStore(root: root, freeingSpace: true)
+        // A handle for freeing space opens (a prune's dry run reads); its removals refuse.
+        let freeing = try InstantStore(root: root, freeingSpace: true)
+        #expect(freeing.isReadOnly)
+        #expect(throws: StoreError.readOnlyStore(path: root.path, operation: "remove from the store")) {
+            try freeing.removeLayer(tenant: Scratch.tenant, document: "report", layer: "review")
         }
+        freeing.close()
         #expect(throws: StoreError.readOnlyStore(path: root.path, operation: "serve the store's PDFs")) {
             try InstantStore(root: root, role: .origin)
         }

@@ -134,7 +134,8 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
 
     /// ``isDownloaded``, with a store that cannot be read now (busy past its timeout, an
     /// I/O error, closed) thrown rather than told as "not downloaded": for a caller that
-    /// acts on the answer, as one that would take the layer for removed.
+    /// acts on the answer, as one that would take the layer for removed. False for an
+    /// invalid descriptor, or one whose client is gone.
     ///
     /// ```swift
     /// if try !descriptor.checkIsDownloaded() { try await descriptor.download(usingJWT: jwt).result() }

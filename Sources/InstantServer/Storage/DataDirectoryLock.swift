@@ -30,7 +30,9 @@ public final class DataDirectoryLock: Sendable {
     private let descriptor: Mutex<Int32>
 
     /// Makes the directory when it is missing (0700: it holds every user's annotations,
-    /// and is narrowed to 0700 when it exists), then takes its lock.
+    /// and is narrowed to 0700 when it exists), then takes its lock: ``DataDirectoryError``
+    /// (`inUse`) at once when another process holds it, after up to ``ownHoldWait``
+    /// seconds when this process does (a server it closed a moment ago).
     public init(directory: URL) throws {
         try Self.prepare(directory.path)
         let path = directory.appendingPathComponent("server.lock").path

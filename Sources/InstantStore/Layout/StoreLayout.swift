@@ -85,8 +85,10 @@ public struct StoreLayout: Sendable, Equatable {
         }
     }
 
-    /// Whether the root is on a file system mounted read-only (a snapshot, a `ro` mount):
-    /// ``InstantStore`` then opens the store for reading only (``InstantStore/isReadOnly``).
+    /// Whether the root is on a read-only file system: mounted `ro` (a snapshot), or
+    /// answering a write-access check with `EROFS`. ``InstantStore`` then opens the store for
+    /// reading only (``InstantStore/isReadOnly``), as it does one that refuses its first
+    /// write with `EROFS` (a server's read-only NFS export, which this may not tell).
     public var isOnReadOnlyFileSystem: Bool { FileSystem.isOnReadOnlyFileSystem(rootPath) }
 
     /// `origin`: present in a server's store (see ``StoreRole/origin``).

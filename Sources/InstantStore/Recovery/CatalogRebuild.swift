@@ -30,7 +30,8 @@ extension InstantStore {
     ///
     /// Every other handle on the store must be closed first (apps, servers, other
     /// `InstantStore` values in this process): otherwise this throws
-    /// ``StoreError/busy(path:)`` and changes nothing.
+    /// ``StoreError/busy(path:)`` and changes nothing. On a read-only file system it throws
+    /// ``StoreError/readOnlyStore(path:operation:)``.
     public static func rebuildCatalog(root: URL) throws(StoreError) -> (InstantStore, RebuildReport) {
         let layout = StoreLayout(root: root)
         if layout.isOnReadOnlyFileSystem {

@@ -96,6 +96,7 @@ extension InstantStore {
         -> RemovalReport
     {
         try checkRemovalAllowed()
+        try checkWritable("remove from the store")
         let marked = MarkedLayers()
         var report: RemovalReport
         do throws(StoreError) {

@@ -33,6 +33,10 @@ public final class InstantStore: Sendable {
     /// its catalog rebuilt from them (see ``rebuildCatalog(root:)``), never started empty:
     /// an empty catalog would make every file look like garbage.
     ///
+    /// A store on a read-only file system is opened as it is, for reading (``isReadOnly``):
+    /// nothing is created, upgraded or rebuilt, and a store that would need it, or opening
+    /// one as ``StoreRole/origin``, throws ``StoreError/readOnlyStore(path:operation:)``.
+    ///
     /// - Parameter role: ``StoreRole/origin`` for a server's own PDFs: the store is marked
     ///   so, nothing can then remove a PDF from it but a handle opened the same way, and
     ///   every ingest is synced before it returns. Opening a server's store as a cache (as
@@ -50,7 +54,7 @@ public final class InstantStore: Sendable {
         let lock = layout.isOnReadOnlyFileSystem ? nil : try Self.prepareWritable(layout)
         isReadOnly = lock == nil
         guard let lock else {
-            (catalog, readOnlyHold) = try Self.openReadOnly(layout, role: role, freeingSpace: freeingSpace)
+            (catalog, readOnlyHold) = try Self.openReadOnly(layout, role: role)
             self.lock = nil
             releasedReserve = false
             openedAs = role
@@ -108,14 +112,14 @@ public final class InstantStore: Sendable {
 
     /// Opens a store on a read-only file system as it is: its lock held exclusively by this
     /// process (``ReadOnlyHold``: no process changes the files meanwhile), its catalog
-    /// opened for reading. A catalog to rebuild or upgrade, a server's store to serve, or
-    /// space to free throws ``StoreError/readOnlyStore(path:operation:)``.
-    private static func openReadOnly(_ layout: StoreLayout, role: StoreRole, freeingSpace: Bool) throws(StoreError)
+    /// opened for reading. A catalog to rebuild or upgrade, or a server's store to serve,
+    /// throws ``StoreError/readOnlyStore(path:operation:)``. (A handle for freeing space
+    /// opens as any: its removals refuse, and a prune's dry run reads.)
+    private static func openReadOnly(_ layout: StoreLayout, role: StoreRole) throws(StoreError)
         -> (Catalog, ReadOnlyHold?)
     {
         let refuse = { (operation: String) in StoreError.readOnlyStore(path: layout.rootPath, operation: operation) }
         if role == .origin { throw refuse("serve the store's PDFs") }
-        if freeingSpace { throw refuse("free space in the store") }
         let hold = try ReadOnlyHold.take(layout)
         do throws(StoreError) {
             if try FileSystem.exists(layout.rebuiltCatalogPath) ? true : layout.needsRebuild() {

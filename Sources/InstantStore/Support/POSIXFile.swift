@@ -163,9 +163,10 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
-    /// Whether `path` lies on a read-only file system: mounted `ro`, or refusing writes
-    /// as one (a btrfs read-only snapshot, an NFS export the server keeps read-only, on
-    /// a mount that is not `ro`); false when it cannot be told (nothing there).
+    /// Whether `path` lies on a read-only file system: mounted `ro`, or answering
+    /// `access(W_OK)` with `EROFS` on a mount that is not `ro` (a btrfs read-only
+    /// snapshot); false when it cannot be told (nothing there). An NFS export its server
+    /// keeps read-only may answer otherwise: the store finds it at its first write.
     static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
         var stats = statvfs()
         guard statvfs(path, &stats) == 0 else { return false }

@@ -19,6 +19,9 @@ extension InstantStore {
     /// its rows cannot be trusted, so it must be rebuilt first.
     ///
     /// The report ends with what `quarantine/` holds (``VerificationReport/quarantine``).
+    /// A store on a read-only file system is checked as any (without recording when a PDF
+    /// was last deep-checked, or flagging what it finds); a repair there throws
+    /// ``StoreError/readOnlyStore(path:operation:)``.
     public func verify(_ options: VerifyOptions = VerifyOptions()) throws(StoreError) -> VerificationReport {
         if options.repair && isReadOnly { throw .readOnlyStore(path: layout.rootPath, operation: "repair the store") }
         // This process's own last writes are not drift: their summaries go in first.

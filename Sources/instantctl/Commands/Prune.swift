@@ -29,10 +29,8 @@ struct Prune: ParsableCommand {
     var tenant: TenantURL?
 
     func run() throws {
-        // On a full disk, with the store's reserve (a dry run too: taken again at close). A
-        // dry run on a read-only file system (a snapshot) reads the store as it is.
-        let store = try options.openStore(
-            freeingSpace: !dryRun || !StoreLayout(root: options.rootURL).isOnReadOnlyFileSystem)
+        // On a full disk, with the store's reserve (a dry run too: taken again at close).
+        let store = try options.openStore(freeingSpace: true)
         // Closed, so that a reserve given back to open on a full disk is taken again if
         // nothing was freed.
         defer { store.close() }
