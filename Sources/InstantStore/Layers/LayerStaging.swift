@@ -51,13 +51,13 @@ struct LayerStaging: Sendable {
     /// directory it cannot take is left for the next time, or the system's clean-up); only
     /// this user's can be opened.
     private static func sweepDeadCopies(under base: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        guard let names = try? FileSystem.contents(of: base) else { return }
         for name in names where name.hasPrefix(privatePrefix) {
             let directory = base + "/" + name
             let file = directory + "/" + name.dropFirst(privatePrefix.count) + ".layer"
             // A directory just made has no lock file yet: its open fails, and it is left.
             guard let lock = try? POSIXFile.open(file + ".lock", flags: O_RDONLY),
-                (try? lock.lock(LOCK_EX)) == true
+                (try? lock.lockExclusively(wait: false)) == true
             else { continue }
             for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(file + suffix) }
             lock.removeAndClose()

@@ -109,15 +109,9 @@ extension InstantStore {
                 return report
             }
         } catch {
-            // Cleared under the catalog's write lock, only while the row is there: another
-            // process may have removed the layer for real since this transaction failed.
-            // A mark that cannot be cleared now is cleared by the next open or write.
-            for key in marked.keys {
-                if let layer = try? openLayer(key: key) {
-                    _ = try? resolveStaleMark(layer)
-                    layer.close()
-                }
-            }
+            // Only while the row is there: another process may have removed the layer for
+            // real since this transaction failed.
+            for key in marked.keys { clearMarkIfStale(key: key) }
             throw error
         }
         try Failpoint.check("remove.afterCommit")

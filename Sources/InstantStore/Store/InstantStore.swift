@@ -97,41 +97,6 @@ public final class InstantStore: Sendable {
     /// rebuilt in it.
     public let isReadOnly: Bool
 
-    /// Makes the store's directories and takes its lock shared; nil when the file system
-    /// refuses to write (`EROFS`) without saying it is read-only: an NFS export the server
-    /// keeps read-only, on a mount that is not.
-    private static func prepareWritable(_ layout: StoreLayout) throws(StoreError) -> POSIXFile? {
-        do {
-            try layout.createDirectories()
-            return try layout.lockStore(exclusive: false)
-        } catch {
-            if case .io(_, _, EROFS) = error, FileSystem.exists(layout.catalogPath) { return nil }
-            throw error
-        }
-    }
-
-    /// Opens a store on a read-only file system as it is: its lock held exclusively by this
-    /// process (``ReadOnlyHold``: no process changes the files meanwhile), its catalog
-    /// opened for reading. A catalog to rebuild or upgrade, or a server's store to serve,
-    /// throws ``StoreError/readOnlyStore(path:operation:)``. (A handle for freeing space
-    /// opens as any: its removals refuse, and a prune's dry run reads.)
-    private static func openReadOnly(_ layout: StoreLayout, role: StoreRole) throws(StoreError)
-        -> (Catalog, ReadOnlyHold?)
-    {
-        let refuse = { (operation: String) in StoreError.readOnlyStore(path: layout.rootPath, operation: operation) }
-        if role == .origin { throw refuse("serve the store's PDFs") }
-        let hold = try ReadOnlyHold.take(layout)
-        do throws(StoreError) {
-            if try FileSystem.exists(layout.rebuiltCatalogPath) ? true : layout.needsRebuild() {
-                throw refuse("rebuild the store's catalog")
-            }
-            return (try Catalog(path: layout.catalogPath, readOnly: true), hold)
-        } catch {
-            hold?.release()
-            throw error
-        }
-    }
-
     /// Whether this handle gave the store's reserve back to open: taken again when it
     /// closes, if its room is still free (a prune that freed nothing does not spend it).
     let releasedReserve: Bool
@@ -323,6 +288,15 @@ public final class InstantStore: Sendable {
             if case .corruptLayer = error { flagLayerCorrupt(key: key) }
             throw error
         }
+    }
+
+    /// Clears the removed mark of the layer file `key` when it is stale (a row still names
+    /// the file: ``resolveStaleMark(_:)``), best effort: a mark that cannot be cleared now
+    /// (the file busy, an I/O error) is cleared by the next open or write.
+    func clearMarkIfStale(key: String) {
+        guard let layer = try? openLayer(key: key) else { return }
+        defer { layer.close() }
+        _ = try? resolveStaleMark(layer)
     }
 
     /// Decides, under the catalog's write lock, whether a removed mark is stale. Every

@@ -101,14 +101,6 @@ extension InstantStore {
         }
     }
 
-    /// Clears the mark a replacement was renamed with, now that its row names it. One left
-    /// (the file busy, an I/O error) is stale: the next open or write clears it.
-    private func clearStaleMark(key: String) {
-        guard let layer = try? openLayer(key: key) else { return }
-        defer { layer.close() }
-        _ = try? resolveStaleMark(layer)
-    }
-
     /// Replaces a missing or corrupt layer file with a fresh one that carries every pending
     /// change that can still be read (cursor reset, so the next sync brings the server's
     /// records), crash-atomically:
@@ -248,7 +240,8 @@ extension InstantStore {
         committed = true
         guard let outcome else { return false }
         try Failpoint.check("replace.afterCommit")
-        clearStaleMark(key: staging.key)
+        // The mark the replacement was renamed with, now that its row names it.
+        clearMarkIfStale(key: staging.key)
         report.pendingChangesSalvaged += outcome.salvaged
         report.pendingChangesUnreadable += outcome.unreadable
         report.pendingChangesLost += outcome.lost
