@@ -28,6 +28,8 @@ import Testing
             try await h.server.upload("other", samplePDF(seed: 2))
 
             let reader = try h.client(root: snapshot)
+            #expect(reader.isReadOnly)
+            #expect(!client.isReadOnly)
             let stored = try #require(try reader.localDocumentDescriptors()["doc"]?.first)
             stored.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
             #expect(stored.isDownloaded)

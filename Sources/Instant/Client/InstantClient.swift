@@ -99,6 +99,19 @@ public final class InstantClient: Sendable {
         }
     }
 
+    /// Whether the store is on a read-only file system (a backup's snapshot, a `ro` mount),
+    /// as found when the client opened it. Beyond Instant. Such a store is read as it is:
+    /// documents, their states and annotations can be read, and everything that would
+    /// change the store (an edit, a download, a sync, a removal) fails with an error whose
+    /// ``InstantError/storeCode`` is `read_only_store`; nothing listens for the server's
+    /// changes.
+    ///
+    /// ```swift
+    /// let client = try InstantClient(serverURL: server, storeRoot: snapshot)
+    /// if client.isReadOnly { print("inspecting a read-only copy") }
+    /// ```
+    public var isReadOnly: Bool { store.isReadOnly }
+
     /// The store `instantctl` looks at too: `$INSTANT_HOME`, else
     /// `$XDG_DATA_HOME/instant`, else `~/.local/share/instant`.
     public static var defaultStoreRoot: URL { StoreLayout.defaultRoot() }

@@ -47,8 +47,10 @@ struct Sync: AsyncParsableCommand {
                         + "is not downloaded: run instantctl download first",
                     status: ExitStatus.problems)
             }
-            // Said before a watch begins: no sync can run there, now or later.
-            if StoreLayout(root: options.rootURL).isOnReadOnlyFileSystem {
+            // Said before a watch begins: no sync can run there, now or later. (The
+            // client's own finding: also a store found read-only only when its open tried
+            // to write, as a server's read-only NFS export can be.)
+            if session.client.isReadOnly {
                 throw StoreError.readOnlyStore(path: options.rootURL.path, operation: "sync the layer")
             }
             if watch {
