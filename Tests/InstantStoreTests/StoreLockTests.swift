@@ -43,4 +43,25 @@ import Testing
         #expect(clock.now - start >= StoreLayout.upgradeWait)
         #expect(!FileSystem.exists(scratch.store.layout.rebuiltCatalogPath))
     }
+
+    /// A layer handle that outlives its store handle's `close()` keeps the store's lock:
+    /// a rebuild does not start while the handle may still write, and goes ahead once it
+    /// is closed.
+    @Test func aLayerHandleKeepsTheLockAfterItsStoreCloses() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        scratch.store.close()
+        try layer.create(id: "a", content: note("a"))
+        #expect {
+            _ = try InstantStore.rebuildCatalog(root: scratch.root)
+        } throws: { error in
+            guard case StoreError.busy = error else { return false }
+            return true
+        }
+        try layer.create(id: "b", content: note("b"))
+        layer.close()
+        let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
+        #expect(report.layers == 1)
+        #expect(try rebuilt.localDescriptors().map(\.pendingChangeCount) == [2])
+    }
 }

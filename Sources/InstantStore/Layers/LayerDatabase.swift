@@ -32,11 +32,13 @@ public final class LayerDatabase: Sendable {
     /// `isCopy`: the file is a copy (of a quarantined layer), upgraded even when damaged,
     /// to read what can be read; an original that is damaged is left as it is (corrupt).
     /// `readOnly`: the store is read-only (nil: whether `path` is on a read-only file
-    /// system); `hold`, its share of the store's exclusive lock, kept until ``close()``,
-    /// so nobody changes the file while this handle reads it.
+    /// system); `hold`, its share of the store's lock, kept until ``close()``: for a
+    /// read-only store, the exclusive hold that keeps anybody from changing the file while
+    /// this handle reads it; for a writable one, the shared lock that keeps a catalog
+    /// rebuild from starting while this handle may write.
     init(
         path: String, key: String, hooks: LayerHooks = LayerHooks(), isCopy: Bool = false, readOnly: Bool? = nil,
-        hold: ReadOnlyHold? = nil
+        hold: (any StoreLockShare)? = nil
     ) throws(StoreError) {
         self.path = path
         self.key = key
@@ -80,8 +82,8 @@ public final class LayerDatabase: Sendable {
     /// and every change fails with ``StoreError/readOnlyStore(path:operation:)``.
     public let isReadOnly: Bool
 
-    /// A read-only handle's share of its store's exclusive lock (``ReadOnlyHold``).
-    private let hold: ReadOnlyHold?
+    /// The handle's share of its store's lock (``StoreLockShare``).
+    private let hold: (any StoreLockShare)?
 
     /// Whether the file at `path` is empty while its `-wal` is not. SQLite deletes the
     /// `-wal` of an empty database file when it opens it, so such a file is never opened

@@ -61,7 +61,7 @@ public final class InstantStore: Sendable {
             isOrigin = catalog.isOrigin || FileSystem.exists(layout.originMarkerPath)
             return
         }
-        self.lock = lock
+        self.lock = SharedStoreLock.share(lock)
         readOnlyHold = nil
         // Before any rebuild: a rebuild of a server's store never leaves out a PDF it
         // cannot read (it fails instead), and it tells a server's store by this mark.
@@ -127,9 +127,9 @@ public final class InstantStore: Sendable {
     /// What this store is: a client's cache, or a server's originals.
     public var role: StoreRole { isOrigin ? .origin : .cache }
 
-    /// The store's lock (`store.lock`), held shared while this handle lives (nil when
-    /// the store is read-only).
-    private let lock: POSIXFile?
+    /// This handle's share of the store's lock (`store.lock`), held shared while this
+    /// handle or a layer handle it opened is open (nil when the store is read-only).
+    private let lock: SharedStoreLock.Share?
 
     /// On a read-only file system, this process's exclusive hold of the store's lock, in
     /// place of ``lock`` (nil also when there is no lock file).
@@ -145,12 +145,13 @@ public final class InstantStore: Sendable {
     let spareLayerLocks: SpareLayerLocks
 
     /// Closes the catalog and lets go of the store (a catalog rebuild needs every handle
-    /// closed). Later calls on this handle fail. Layer handles stay usable until closed.
+    /// closed). Later calls on this handle fail. Layer handles stay usable until closed,
+    /// and keep the store's lock until then: a rebuild waits for them too.
     public func close() {
         spareLayerLocks.removeAll()
         try? catalog.close()
         if releasedReserve { SpaceReserve.ensure(layout, retaking: true) }
-        lock?.close()
+        lock?.release()
         readOnlyHold?.release()
     }
 
@@ -283,7 +284,7 @@ public final class InstantStore: Sendable {
         do {
             return try LayerDatabase(
                 path: layout.layerPath(key: key), key: key, hooks: hooks, readOnly: isReadOnly,
-                hold: isReadOnly ? try ReadOnlyHold.take(layout) : nil)
+                hold: isReadOnly ? try ReadOnlyHold.take(layout) : lock?.join())
         } catch {
             if case .corruptLayer = error { flagLayerCorrupt(key: key) }
             throw error
