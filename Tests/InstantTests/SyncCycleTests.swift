@@ -544,6 +544,40 @@ import Testing
         }
     }
 
+    /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
+    /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
+    /// --timeout` relies on against a server that never answers.
+    @Test func cancellingASyncsOperationStopsItsCycle() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("kept", id: "k"))
+            let (running, _) = try await syncHeldAtTheProxy(h, descriptor)
+            // Another call joined the same cycle: it ends with it.
+            let joined = descriptor.sync()
+            let clock = ContinuousClock()
+            let cancelled = clock.now
+            running.cancel()
+            #expect(await failure(of: running)?.code == .requestFailed)
+            #expect(clock.now - cancelled < .seconds(10), "ended by the cancellation, not the request's timeout")
+            #expect(await failure(of: joined) != nil, "the joined call ends with the cancelled cycle")
+            try await log.wait(for: "didFailSync")
+            #expect(descriptor.documentState == .dirty)
+            h.proxy.releaseHeldRequest()
+            // Sent again by the next sync, applied once.
+            #expect(await failure(of: descriptor.sync()) == nil)
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["k"])
+            #expect(descriptor.documentState == .clean)
+            // Cancelled after it ended: nothing happens to later syncing.
+            let done = descriptor.sync()
+            #expect(await failure(of: done) == nil)
+            done.cancel()
+            try descriptor.editableDocument.add(note("later", id: "l"))
+            #expect(await failure(of: descriptor.sync()) == nil)
+            #expect(try await h.serverAnnotations("doc").count == 2)
+        }
+    }
+
     @Test func anExpiredJWTIsAnAuthenticationFailureNotRetried() async throws {
         try await ClientHarness.with { h in
             let (_, log, descriptor) = try await h.downloadedDoc()

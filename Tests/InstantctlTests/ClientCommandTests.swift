@@ -86,6 +86,36 @@ import Testing
         }
     }
 
+    /// `sync --timeout` ends a sync that cannot go on (here: another process holds the
+    /// layer's sync lock), with exit status 5, and nothing is lost: the next sync sends.
+    @Test func syncGivesUpAfterItsTimeout() async throws {
+        try await ServerProcess.with { server in
+            _ = try await server.upload("held", samplePDF(20_000))
+            try await withRoot { root in
+                let token = try await server.token(document: "held")
+                #expect(
+                    try await instantctl(["download", "--server", server.base, "--jwt", token], root: root).status == 0)
+                let store = try InstantStore(root: root)
+                defer { store.close() }
+                let layer = try store.openLayer(tenant: TenantURL(server.base), document: "held", layer: "")
+                defer { layer.close() }
+                try layer.create(id: "n", content: Data(#"{"type":"pspdfkit/note","text":"mine"}"#.utf8))
+                var lock = try #require(try store.trySyncLock(layer))
+                let clock = ContinuousClock()
+                let start = clock.now
+                let stuck = try await instantctl(["sync", "--jwt", token, "--timeout", "2"], root: root)
+                #expect(stuck.status == 5, "\(stuck.error)")
+                #expect(stuck.error.contains("--timeout"), "\(stuck.error)")
+                #expect(clock.now - start < .seconds(20))
+                lock.release()
+                lock = try #require(try store.trySyncLock(layer), "the command let go of nothing it held")
+                lock.release()
+                let sent = try await instantctl(["sync", "--jwt", token, "--json"], root: root)
+                #expect(try sent.json()["sent"] as? Int == 1, "\(sent.output)")
+            }
+        }
+    }
+
     /// Two stores change one annotation offline; the second to sync is told what it lost
     /// and what the server kept, and what it received.
     @Test func syncReportsALostChangeWithTheWinner() async throws {

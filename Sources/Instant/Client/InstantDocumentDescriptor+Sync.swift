@@ -3,15 +3,22 @@ import InstantStore
 
 extension InstantDocumentDescriptor {
     /// Syncs now: local changes up, the server's truth down, until nothing is left to send.
-    /// Events report the cycle; the returned operation ends with it.
+    /// Events report the cycle; the returned operation ends with it. Cancelling the
+    /// operation while it runs stops syncing as ``stopSyncing(_:)`` with `true` does (the
+    /// cycle, also when this call joined one already running, ends cancelled).
     @discardableResult
     public func sync() -> InstantOperation {
         let engine = engine
         // Stops asked for before this call act before it, even when their tasks run later.
         let stops = stopsAsked
         return InstantOperation(
-            task: Task {
-                await engine.syncResult(afterStops: stops)
+            task: Task { [weak self] in
+                let descriptor = self
+                return await withTaskCancellationHandler {
+                    await engine.syncResult(afterStops: stops)
+                } onCancel: {
+                    descriptor?.stopSyncing(true)
+                }
             })
     }
 

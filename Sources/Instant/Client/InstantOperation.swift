@@ -1,7 +1,7 @@
 import Foundation
 
-/// Work a descriptor started (a download): wait for it, or cancel it. Its outcome is also
-/// reported through the client's events, whether anyone waits or not.
+/// Work a descriptor started (a download, a sync): wait for it, or cancel it. Its outcome
+/// is also reported through the client's events, whether anyone waits or not.
 ///
 /// ```swift
 /// try await descriptor.download(usingJWT: jwt).result()
