@@ -544,6 +544,47 @@ import Testing
         }
     }
 
+    /// A reauthentication asked for while one runs is refused with `alreadyAuthenticating`,
+    /// told off the caller's thread: a handler that asks again from the refusal's own call
+    /// does not recurse into itself.
+    @Test func aSecondReauthenticationIsRefusedOffTheCallersThread() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.downloadedDoc()
+            let token = try await h.jwt("doc")
+            let depth = Mutex((now: 0, deepest: 0, asked: 0))
+            let observer = NotificationCenter.default.addObserver(
+                forName: .PSPDFInstantDidFailReauthentication, object: descriptor, queue: nil
+            ) { note in
+                guard (note.userInfo?[InstantNotificationKey.error] as? InstantError)?.code == .alreadyAuthenticating
+                else { return }
+                let again = depth.withLock { d -> Bool in
+                    d.now += 1
+                    d.deepest = max(d.deepest, d.now)
+                    d.asked += 1
+                    return d.asked < 3
+                }
+                if again { descriptor.reauthenticate(withJWT: token) }
+                depth.withLock { $0.now -= 1 }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            // The first one's check waits at the proxy while the others are asked for.
+            h.proxy.holdNextRequest(to: "GET /i/v1/documents/doc/listen")
+            descriptor.reauthenticate(withJWT: token)
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            descriptor.reauthenticate(withJWT: token)
+            try await log.wait("three refusals") {
+                $0.filter {
+                    if case .didFailReauthentication(_, let e) = $0 { e.code == .alreadyAuthenticating } else { false }
+                }.count == 3
+            }
+            #expect(depth.withLock { $0.deepest } == 1, "each refusal told outside the call that asked")
+            h.proxy.releaseHeldRequest()
+            try await log.wait("the first one's success") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+            }
+        }
+    }
+
     /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
     /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
     /// --timeout` relies on against a server that never answers.

@@ -58,8 +58,13 @@ extension InstantDocumentDescriptor {
             return state.reauthenticating
         }
         if busy {
-            client.emit(
-                .didFailReauthentication(self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+            // Told off the caller's thread, as every event is: a handler that asks again
+            // from its own call must not recurse into itself.
+            Task {
+                client.emit(
+                    .didFailReauthentication(
+                        self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+            }
             return
         }
         // A stop asked for after this call withdraws the sync it ends with.
