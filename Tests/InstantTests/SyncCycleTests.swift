@@ -149,6 +149,46 @@ import Testing
         }
     }
 
+    /// Listening on a descriptor from the store after a restart (no JWT) asks for one, as
+    /// the first sync after a launch does (`didFailAuthentication`), and goes on once the
+    /// app reauthenticates. (Before, listening ended at once, telling nobody.)
+    @Test func listeningWithoutAJWTAsksForOneAndGoesOnAfterReauthentication() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let clientA = try h.client()
+            let a = try await h.downloaded(clientA, "doc", user: "ana")
+            let rootB = h.root.appendingPathComponent("b")
+            do {
+                let first = try h.client(root: rootB)
+                _ = try await h.downloaded(first, "doc", user: "bob")
+            }
+            // A restart: B's descriptor comes from the store, without a JWT.
+            let clientB = try h.client(root: rootB)
+            let logB = await EventLog.recording(clientB)
+            let b = try #require(try clientB.localDocumentDescriptors()["doc"]?.first)
+            b.startListeningForServerChanges()
+            try await logB.wait("the request for a JWT") {
+                $0.contains { if case .didFailAuthentication = $0 { true } else { false } }
+            }
+            b.reauthenticate(withJWT: try await h.jwt("doc", user: "bob"))
+            try await logB.wait("the reauthentication and its sync") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+                    && $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            // Only listening can bring B what A sends now.
+            try await Task.sleep(for: .milliseconds(200))
+            let added = try a.editableDocument.add(note("from ana"))
+            try await a.sync().result()
+            let view = b.readOnlyDocument()
+            try await logB.wait("B, listening, to receive ana's note") { _ in
+                (try? view.annotation(withID: added.id)) != nil
+            }
+            b.stopListeningForServerChanges()
+            #expect(
+                await logB.names.filter { $0.hasPrefix("didFailAuthentication") }.count == 1, "asked once")
+        }
+    }
+
     @Test func aConflictIsAnEventWithTheLoserAndTheWinner() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

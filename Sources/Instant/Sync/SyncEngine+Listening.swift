@@ -71,6 +71,8 @@ extension SyncEngine {
         var quickAnswers = 0
         // The server could not be reached: reported once, and a sync follows the outage.
         var outage = false
+        // A descriptor without a JWT (from the store, after a restart) asks for one once.
+        var askedForJWT = false
         while !Task.isCancelled {
             // The client is not held across the poll or a wait: one the app lets go ends
             // this loop (its release cancels it) rather than living on for them.
@@ -82,6 +84,14 @@ extension SyncEngine {
                 return
             }
             guard let jwt = descriptor.jwt?.token, !awaitingAuthentication else {
+                if !awaitingAuthentication && !askedForJWT {
+                    // No JWT, and none refused yet (a descriptor from the store after a
+                    // restart): a sync asks the app for one (`didFailAuthentication`), as the
+                    // first sync after a launch does; then this loop looks again.
+                    askedForJWT = true
+                    _ = try? await sync()
+                    continue
+                }
                 // The failed sync reported it; listening starts again after a successful
                 // reauthentication (resumeListening).
                 endListening(generation)
