@@ -113,4 +113,29 @@ import Testing
             #expect(a.documentState == .clean)
         }
     }
+
+    /// A new delay applies to the sync already due: a shorter one brings it forward, and
+    /// turning syncing of local changes off withdraws it. (Before, the timer set with the
+    /// old delay ran on: ten minutes, or a sync the app had just turned off.)
+    @Test func aNewDelayAppliesToTheSyncAlreadyDue() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, a) = try await h.downloadedDoc()
+            a.delayForSyncingLocalChanges = 600
+            _ = try a.editableDocument.add(note("soon", id: "soon"))
+            try await Task.sleep(for: .milliseconds(100))
+            a.delayForSyncingLocalChanges = 0.2
+            try await log.wait("the sync brought forward", seconds: 10) { finished($0) == 1 }
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["soon"])
+
+            a.delayForSyncingLocalChanges = 0.5
+            _ = try a.editableDocument.add(note("never by itself", id: "held"))
+            a.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try await Task.sleep(for: .seconds(1.5))
+            let names = await log.names
+            #expect(begun(await log.events) == 1, "\(names)")
+            #expect(a.documentState == .dirty)
+            try await a.sync().result()
+            #expect(try await h.serverAnnotations("doc").count == 2)
+        }
+    }
 }

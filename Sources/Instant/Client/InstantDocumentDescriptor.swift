@@ -173,10 +173,20 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     }
 
     /// How long after a local change a sync starts, in seconds (default 1);
-    /// ``InstantSyncingLocalChangesDisabled`` turns that off.
+    /// ``InstantSyncingLocalChangesDisabled`` turns that off. Changes made while a sync is
+    /// due are sent with it. A new value also applies to a sync already due: it is then
+    /// due that long after the change (disabled: it is not started).
     public var delayForSyncingLocalChanges: TimeInterval {
         get { mutable.withLock { $0.delay } }
-        set { mutable.withLock { $0.delay = newValue } }
+        set {
+            let changed = mutable.withLock { state in
+                defer { state.delay = newValue }
+                return state.delay != newValue && !(state.delay.isNaN && newValue.isNaN)
+            }
+            guard changed else { return }
+            let engine = engine
+            Task { await engine.delayChanged() }
+        }
     }
 
     /// The one editable document of this layer. It exists before the download; its calls

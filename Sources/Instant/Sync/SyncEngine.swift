@@ -34,6 +34,8 @@ actor SyncEngine {
     /// per change was most of `document.add`'s own CPU time). Cleared before the timer's
     /// cycle starts.
     nonisolated let autoSyncArmed = Atomic<Bool>(false)
+    /// When the auto-sync timer was set (for a new delay to count from).
+    private var autoSyncSetAt: ContinuousClock.Instant?
     private var retry: Task<Void, Never>?
     private var retryAttempt = 0
     /// Bumped for every retry set, so only the latest one acts.
@@ -97,9 +99,26 @@ actor SyncEngine {
         let delay = descriptor.delayForSyncingLocalChanges
         guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
         // Longer than a day means never, in practice (and stays clear of overflow).
-        let milliseconds = Int64(min(delay, 86_400) * 1000)
+        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: .now)
+    }
+
+    /// The descriptor's delay changed: a timer set with the old one is set again with the
+    /// new one, counted from when it was set (none when syncing local changes is now off).
+    func delayChanged() {
+        guard let timer = autoSync, let descriptor, let set = autoSyncSetAt else { return }
+        timer.cancel()
+        autoSync = nil
+        let delay = descriptor.delayForSyncingLocalChanges
+        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
+        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: set)
+    }
+
+    /// Sets the auto-sync timer to fire `delay` after `setAt`.
+    private func armAutoSync(after delay: Duration, setAt: ContinuousClock.Instant) {
+        autoSyncSetAt = setAt
+        let deadline = setAt + delay
         autoSync = Task {
-            try? await Task.sleep(for: .milliseconds(milliseconds))
+            try? await Task.sleep(until: deadline, clock: .continuous)
             await self.autoSyncFired()
         }
     }
