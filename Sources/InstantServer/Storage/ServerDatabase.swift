@@ -120,6 +120,12 @@ public final class ServerDatabase: Sendable {
                 t.primaryKey(["documentId", "name"])
             }
         }
+        migrator.registerMigration("server-v7") { db in
+            // Snapshots and listings read a layer's live records in id order: with this,
+            // they step over none of its tombstones (kept for the changes feed, never
+            // purged), however many deletions the layer has seen.
+            try db.execute(sql: "CREATE INDEX record_live ON record(layerId, annotationId) WHERE deleted = 0")
+        }
         return migrator
     }
 
