@@ -153,6 +153,48 @@ import GRDB
         #expect(throws: StoreError.self) { _ = try collect(scratch.store.pdfChunks(stored.sha256)) }
     }
 
+    /// A range far into the PDF, with what comes before it decompressed off the calling
+    /// thread first (``PDFChunks/Iterator/skipToRange()``, as the server does): the same
+    /// bytes, at every kind of start; a range to the end of a damaged PDF still fails (its
+    /// frame checksum); a stored frame and a range from the start skip nothing.
+    @Test func pdfChunksSkipToARangeOffThePool() async throws {
+        let scratch = try Scratch()
+        let bytes = samplePDF(seed: 11, size: 1_500_000)
+        let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
+        let chunk = PDFChunks.chunkSize
+        func collect(_ chunks: PDFChunks) async throws -> Data {
+            var iterator = chunks.makeAsyncIterator()
+            try await iterator.skipToRange()
+            var buffer = [UInt8](repeating: 0xEE, count: chunk)
+            var all = Data()
+            while let count = try buffer.withUnsafeMutableBytes({ try iterator.next(into: $0) }) {
+                #expect(count > 0 && count <= chunk)
+                all.append(contentsOf: buffer[0..<count])
+            }
+            return all
+        }
+        let ranges = [
+            0..<1_500_000, 10..<20, chunk..<(chunk + 1), (chunk + 1)..<(3 * chunk), (2 * chunk - 1)..<(2 * chunk + 1),
+            (4 * chunk + 5)..<1_500_000, 1_499_999..<1_500_000, 1_200_000..<1_200_001,
+        ]
+        for range in ranges {
+            let read = try await collect(
+                scratch.store.pdfChunks(stored.sha256, range: Int64(range.lowerBound)..<Int64(range.upperBound)))
+            #expect(read == bytes[range], "\(range)")
+        }
+        let path = scratch.store.layout.blobPath(stored.sha256)
+        #expect(
+            try await collect(scratch.store.pdfChunks(stored.sha256, storedFrame: true))
+                == Data(contentsOf: URL(fileURLWithPath: path)))
+
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        damaged[damaged.count / 3] ^= 0x40
+        try damaged.write(to: URL(fileURLWithPath: path))
+        await #expect(throws: StoreError.self) {
+            _ = try await collect(scratch.store.pdfChunks(stored.sha256, range: 1_499_000..<1_500_000))
+        }
+    }
+
     @Test func wrongExpectedHashOrSizeLeavesNothingBehind() async throws {
         let scratch = try Scratch()
         let bytes = samplePDF(seed: 3)

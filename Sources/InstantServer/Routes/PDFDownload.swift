@@ -60,6 +60,9 @@ struct PDFDownload {
     static func body(_ chunks: PDFChunks, length: Int) -> ResponseBody {
         ResponseBody(contentLength: length) { writer in
             var iterator = chunks.makeAsyncIterator()
+            // A range far into the PDF: what comes before it is decompressed off the
+            // cooperative pool (one request must not hold a thread every other one needs).
+            try await iterator.skipToRange()
             while true {
                 var buffer = ByteBufferAllocator().buffer(capacity: PDFChunks.chunkSize)
                 let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: PDFChunks.chunkSize) {

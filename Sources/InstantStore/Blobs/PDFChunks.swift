@@ -6,10 +6,12 @@ import Foundation
 ///
 /// Each `next()` reads and decompresses just enough for one chunk of at most 256 KiB, so a
 /// slow consumer (a network peer) holds back the reading instead of piling bytes up in
-/// memory. A read to the end checks the size, the frame checksum and the SHA-256; a failed
-/// check throws ``StoreError/corruptBlob(sha256:reason:)`` at the end, and bytes already
-/// handed over must then be discarded. A range that stops short of the end is checked only
-/// by zstd's block decoding: the checksums cover the whole frame.
+/// memory. A read of the whole PDF checks the size, the frame checksum and the SHA-256; a
+/// range that ends at the PDF's end, its size and the frame checksum (which cover the
+/// bytes before the range too, decompressed to reach it); a failed check throws
+/// ``StoreError/corruptBlob(sha256:reason:)`` at the end, and bytes already handed over
+/// must then be discarded. A range that stops short of the end is checked only by zstd's
+/// block decoding: the checksums cover the whole frame.
 ///
 /// ```swift
 /// for try await chunk in store.pdfChunks(hash, range: 0..<1024) { send(chunk) }
@@ -69,6 +71,25 @@ public struct PDFChunks: AsyncSequence, Sendable {
             return try read { (reader) throws(StoreError) in try reader.next(into: buffer) }
         }
 
+        /// Decompresses the bytes before the range's first one off Swift's cooperative
+        /// pool, where a range far into a large PDF would hold a thread for as long as
+        /// the whole prefix takes (seconds, for a gibibyte); the next chunk is then at
+        /// hand. Call it before the first ``next(into:)``: it does nothing when there is
+        /// nothing to skip (a range from the start, or a stored frame sent as it is).
+        public mutating func skipToRange() async throws(StoreError) {
+            guard let reader, failure == nil, reader.needsSkip else { return }
+            let handoff = Handoff(reader)
+            do {
+                try await Offload.run { try handoff.value.skipToRange() }
+            } catch let error as StoreError {
+                if case .corruptBlob = error { foundCorrupt() }
+                self.failure = error
+            } catch {
+                // (Unreached: the skip throws store errors alone.)
+                self.failure = .io(operation: "read the PDF: \(error)", path: "", errno: EIO)
+            }
+        }
+
         /// One step of `reader`, after the failure of its opening if there was one; a
         /// corrupt blob is flagged at once.
         private mutating func read<T>(_ step: (ChunkReader) throws(StoreError) -> T?) throws(StoreError) -> T? {
@@ -97,7 +118,8 @@ private final class ChunkReader {
     private var input: UnsafeMutableRawBufferPointer
     private var inputStart = 0
     private var inputEnd = 0
-    private var hasher = SHA256()
+    /// Nil unless the whole PDF is read: only then does its SHA-256 say anything.
+    private var hasher: SHA256?
     /// Decompressed bytes produced so far.
     private var produced: Int64 = 0
     private var finished = false
@@ -106,7 +128,24 @@ private final class ChunkReader {
         self.source = source
         file = try source.reader.openFile()
         decoder = source.storedFrame ? nil : try ZstdDecoder(name: source.reader.hash.hex)
+        hasher = source.range == 0..<source.size ? SHA256() : nil
         input = .allocate(byteCount: Self.chunkSize, alignment: 16)
+    }
+
+    /// How many bytes of ``scratch`` the skip to the range left for the next chunk.
+    private var carried: Int?
+
+    /// Whether bytes before the range are still to be decompressed (more than a chunk).
+    var needsSkip: Bool {
+        decoder != nil && carried == nil && !finished && produced + Int64(Self.chunkSize) < source.range.lowerBound
+    }
+
+    /// Decompresses up to the range's first chunk, kept for the next ``next(into:)``.
+    func skipToRange() throws(StoreError) {
+        guard needsSkip else { return }
+        let buffer = scratch ?? .allocate(byteCount: Self.chunkSize, alignment: 16)
+        scratch = buffer
+        carried = try next(into: buffer)
     }
 
     /// Where ``nextData()`` reads, made on its first call.
@@ -129,6 +168,11 @@ private final class ChunkReader {
     /// The next chunk, read or decompressed into `buffer` (at least ``chunkSize`` bytes):
     /// its length, or nil at the end.
     func next(into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int? {
+        if let carried, let scratch, let base = buffer.baseAddress, let from = scratch.baseAddress {
+            self.carried = nil
+            memmove(base, from, carried)
+            return carried
+        }
         if finished { return nil }
         let output = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Self.chunkSize])
         guard let decoder else {
@@ -149,7 +193,7 @@ private final class ChunkReader {
                         try decoder.finish()
                         finished = true
                         try source.reader.checkEnd(
-                            produced: produced, expectedSize: source.size, digest: hasher.finalize())
+                            produced: produced, expectedSize: source.size, digest: hasher?.finalize())
                         return nil
                     }
                 }
@@ -165,7 +209,7 @@ private final class ChunkReader {
                     throw StoreError.corruptBlob(
                         sha256: source.reader.hash.hex, reason: "it holds more than \(source.size) bytes")
                 }
-                hasher.update(bufferPointer: bytes)
+                hasher?.update(bufferPointer: bytes)
                 // Keep only the part inside the requested range.
                 let lower = max(source.range.lowerBound, start)
                 let upper = min(source.range.upperBound, produced)

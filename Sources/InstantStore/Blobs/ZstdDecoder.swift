@@ -3,7 +3,9 @@ import CZstd
 /// Streaming zstd decompression of exactly one frame, checking its content checksum.
 final class ZstdDecoder {
     private let context: OpaquePointer
-    private var output: UnsafeMutableRawBufferPointer
+    /// Where ``decompress(_:into:)`` writes, made on its first call (a caller of
+    /// ``step(_:into:)`` brings its own).
+    private var output: UnsafeMutableRawBufferPointer?
     private(set) var frameComplete = false
     private let name: String
 
@@ -15,7 +17,6 @@ final class ZstdDecoder {
         guard let context = ZSTD_createDCtx() else { throw .compression(reason: "out of memory") }
         self.context = context
         self.name = name
-        output = .allocate(byteCount: ZSTD_DStreamOutSize() * 8, alignment: 16)
         if let maxWindowLog, ZSTD_isError(ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, maxWindowLog)) != 0 {
             throw .compression(reason: "zstd refused a window limit of 2^\(maxWindowLog)")
         }
@@ -23,7 +24,7 @@ final class ZstdDecoder {
 
     deinit {
         ZSTD_freeDCtx(context)
-        output.deallocate()
+        output?.deallocate()
     }
 
     /// Decompresses `input`, handing the bytes to `sink` in pieces; bytes after the end of
@@ -32,6 +33,8 @@ final class ZstdDecoder {
         _ input: UnsafeRawBufferPointer, into sink: (UnsafeRawBufferPointer) throws(StoreError) -> Void
     ) throws(StoreError) {
         var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+        let output = self.output ?? .allocate(byteCount: ZSTD_DStreamOutSize() * 8, alignment: 16)
+        self.output = output
         while true {
             let produced = try step(&inBuffer, into: output)
             if produced > 0 { try sink(UnsafeRawBufferPointer(rebasing: output[0..<produced])) }
