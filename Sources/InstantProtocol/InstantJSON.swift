@@ -18,6 +18,13 @@ public enum InstantJSON {
     /// stored, but never sent or read back again, and would stop its layer from syncing.
     public static let maximumAnnotationDepth = 507
 
+    /// How many values (objects, arrays, strings, numbers, booleans and nulls, the
+    /// annotation itself included) an annotation may hold: an ink drawing of some 80,000
+    /// points. A server parses a stored annotation again for every read of it (a snapshot,
+    /// a page of changes), at some 90 bytes of memory per value: without a bound, one
+    /// stored annotation of a payload's size would take gigabytes at each read.
+    public static let maximumAnnotationValues = 250_000
+
     /// Checks `content` is an annotation object with a version, a type, a page index and a
     /// bounding box, nested at most ``maximumAnnotationDepth`` deep; the error says which
     /// rule is broken.
@@ -25,11 +32,15 @@ public enum InstantJSON {
         guard case .object = content else {
             throw ProtocolError(.invalidAnnotation, "an annotation must be a JSON object")
         }
-        switch content.shapeProblem(nestingAtMost: maximumAnnotationDepth) {
+        switch content.shapeProblem(nestingAtMost: maximumAnnotationDepth, valuesAtMost: maximumAnnotationValues) {
         case .tooDeep?:
             throw ProtocolError(
                 .invalidAnnotation,
                 "the annotation's arrays and objects nest deeper than \(maximumAnnotationDepth) levels")
+        case .tooManyValues?:
+            throw ProtocolError(
+                .invalidAnnotation,
+                "the annotation holds more than \(maximumAnnotationValues) JSON values: split it into several")
         case .notFinite?:
             // Only a value made in Swift can hold one (no JSON text does): it would be
             // written as null.
@@ -89,14 +100,20 @@ extension JSONValue {
         case tooDeep
         /// It holds a NaN or an infinity, which JSON cannot carry.
         case notFinite
+        /// It holds more values than the limit.
+        case tooManyValues
     }
 
     /// The first ``ShapeProblem`` of this value with arrays and objects nesting at most
-    /// `limit` levels (a container counts 1, a scalar 0), or nil. Walks without recursion
-    /// and stops at the first level past the limit.
-    package func shapeProblem(nestingAtMost limit: Int) -> ShapeProblem? {
+    /// `limit` levels (a container counts 1, a scalar 0) and at most `values` values in all
+    /// (itself included), or nil. Walks without recursion and stops at the first level past
+    /// the limit.
+    package func shapeProblem(nestingAtMost limit: Int, valuesAtMost values: Int = .max) -> ShapeProblem? {
         var pending: [(value: JSONValue, depth: Int)] = [(self, 1)]
+        var seen = 0
         while let (value, depth) = pending.popLast() {
+            seen += 1
+            if seen > values { return .tooManyValues }
             switch value {
             case .array(let items):
                 guard depth <= limit else { return .tooDeep }

@@ -201,4 +201,24 @@ struct JSONTests {
         // Built in code deeper than any reader allows: refused.
         #expect(throws: ProtocolError.self) { try InstantJSON.validateAnnotation(annotation(depth: 2_000)) }
     }
+
+    /// An annotation holds at most ``InstantJSON/maximumAnnotationValues`` values (every
+    /// value counts, the annotation itself too): a server parses a stored one again at each
+    /// read, so one without a bound could take gigabytes of memory there.
+    @Test func annotationContentHoldsAtMostItsValues() throws {
+        func annotation(values: Int) -> JSONValue {
+            // The annotation, its five members and bbox's four numbers are 10 values; then the points.
+            .object([
+                "v": .integer(2), "type": .string("pspdfkit/ink"), "pageIndex": .integer(0),
+                "bbox": .array([.integer(0), .integer(0), .integer(1), .integer(1)]),
+                "points": .array(Array(repeating: .integer(1), count: values - 10)),
+            ])
+        }
+        try InstantJSON.validateAnnotation(annotation(values: InstantJSON.maximumAnnotationValues))
+        let refused = #expect(throws: ProtocolError.self) {
+            try InstantJSON.validateAnnotation(annotation(values: InstantJSON.maximumAnnotationValues + 1))
+        }
+        #expect(refused?.code == .invalidAnnotation)
+        #expect(refused?.message.contains("split it") == true, "\(String(describing: refused))")
+    }
 }

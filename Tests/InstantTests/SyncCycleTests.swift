@@ -62,6 +62,11 @@ import Testing
             let tooDeep = #expect(throws: InstantError.self) { try document.add(deep) }
             #expect(tooDeep?.code == .invalidJSONStructure)
             #expect(tooDeep?.message.contains("nest deeper") == true, "\(String(describing: tooDeep))")
+            // More values than a server parses again at every read: refused.
+            guard case .object(var big) = note("big") else { return }
+            big["points"] = .array(Array(repeating: .integer(1), count: InstantJSON.maximumAnnotationValues))
+            let tooBig = #expect(throws: InstantError.self) { try document.add(.object(big)) }
+            #expect(tooBig?.code == .invalidJSONStructure && tooBig?.message.contains("split it") == true)
             // A number no JSON text can hold (JSON would carry it as null): refused.
             for number in [Double.nan, .infinity, -.infinity] {
                 guard case .object(var members) = note("not finite") else { return }

@@ -151,9 +151,12 @@ enum AnnotationContent {
             throw .invalidAnnotationContent(reason: error.message)
         }
         guard case .object = value else { throw .invalidAnnotationContent(reason: "not a JSON object") }
-        switch value.shapeProblem(nestingAtMost: maximumDepth) {
+        switch value.shapeProblem(nestingAtMost: maximumDepth, valuesAtMost: InstantJSON.maximumAnnotationValues) {
         case .tooDeep?:
             throw .invalidAnnotationContent(reason: "arrays and objects nest deeper than \(maximumDepth) levels")
+        case .tooManyValues?:
+            throw .invalidAnnotationContent(
+                reason: "more than \(InstantJSON.maximumAnnotationValues) JSON values (a server refuses it): split it")
         case .notFinite?:
             throw .invalidAnnotationContent(reason: "a number is not finite")
         case nil: break
