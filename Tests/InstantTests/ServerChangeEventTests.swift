@@ -208,7 +208,7 @@ import Testing
     /// 404; three times) are an outage to listening, reported once and waited out, not the
     /// end of it: a change on the server after them still reaches the listening client.
     @Test(arguments: [
-        ("200 OK", "<html>sign in</html>", "didFailSync(invalidServerData)"),
+        ("200 OK", "<html>sign in</html>", "didFailSync(requestFailed)"),
         ("404 Not Found", "", "didFailSync(requestFailed)"),
     ])
     func listeningOutlastsAnswersThatAreNotTheServers(status: String, body: String, reported: String)

@@ -630,6 +630,36 @@ import Testing
         }
     }
 
+    /// A sync answered by somebody else's page (a captive portal's sign-in, twice) is an
+    /// outage: retried with backoff until the server answers, with no new edit or call
+    /// needed. (Before, it was `invalidServerData`, never retried.) An answer of the
+    /// server's type that makes no sense is still not retried.
+    @Test func aSyncAnsweredByACaptivePortalIsRetried() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("behind the portal", id: "p"))
+            h.proxy.answerNextRequest(
+                to: "POST /i/v1/documents/doc/sync", status: "200 OK", body: "<html>sign in</html>",
+                contentType: "text/html", times: 2)
+            let first = await failure(of: descriptor.sync())
+            #expect(first?.code == .requestFailed)
+            #expect(first?.message.contains("captive portal") == true, "\(String(describing: first))")
+            try await log.wait("the retry's success") {
+                $0.contains { if case .didFinishSync = $0 { true } else { false } }
+            }
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["p"])
+
+            try descriptor.editableDocument.add(note("nonsense", id: "n"))
+            h.proxy.answerNextRequest(
+                to: "POST /i/v1/documents/doc/sync", status: "200 OK", body: #"{"unexpected": true}"#,
+                contentType: "application/json")
+            #expect(await failure(of: descriptor.sync())?.code == .invalidServerData)
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await h.serverAnnotations("doc").count == 1, "not retried")
+        }
+    }
+
     /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
     /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
     /// --timeout` relies on against a server that never answers.

@@ -281,6 +281,7 @@ extension LayerDownload {
             guard error.code == .serverBusy || [502, 503, 504].contains(status) else { return false }
             return Duration.seconds(retryAfter ?? 0) <= retryPolicy.maximumDelay
         case .invalidResponse: return false
+        case .notTheServers: return true
         }
     }
 

@@ -107,6 +107,14 @@ struct ServerAPI: Sendable {
         do {
             answer = try T(jsonData: bytes.readableBytesView)
         } catch {
+            // The server answers JSON, always: another type is somebody else's page (a
+            // captive portal's sign-in, a web server at a wrong URL), to wait out.
+            let type = response.headers.first(name: "Content-Type") ?? "no Content-Type"
+            if !type.lowercased().contains("json") {
+                throw APIFailure.notTheServers(
+                    "\(endpoint) was answered \(response.status.code) with \(type), not the server's JSON: a captive "
+                        + "portal's sign-in page, or a wrong server URL")
+            }
             throw APIFailure.invalidResponse("\(endpoint) answered \(response.status.code) with \(error.message)")
         }
         if let cursor = answer as? any ServerCursorAnswer, let problem = cursor.cursorProblem {
@@ -206,6 +214,8 @@ enum APIFailure: Error, Sendable, Equatable {
     case network(String)
     /// An answer the client cannot read.
     case invalidResponse(String)
+    /// An answer that is not the server's (not JSON): somebody else's page, to wait out.
+    case notTheServers(String)
 
     /// The client's error for it.
     var instantError: InstantError {
@@ -226,6 +236,7 @@ enum APIFailure: Error, Sendable, Equatable {
             }()
         case .network(let message): InstantError(.requestFailed, message)
         case .invalidResponse(let message): InstantError(.invalidServerData, message)
+        case .notTheServers(let message): InstantError(.requestFailed, message)
         }
     }
 
