@@ -660,6 +660,36 @@ import Testing
         }
     }
 
+    /// A removal during a sync: the descriptor reads `unknown` at once, also while the
+    /// cycle still runs (the layer removed by another process, whose cycle state this
+    /// process kept: before, it read `sendingChanges` until the cycle ended), and when
+    /// `removeLocalStorage()` returns.
+    @Test func aRemovalDuringASyncReadsUnknownAtOnce() async throws {
+        try await ClientHarness.with { h in
+            let (_, _, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("going", id: "g"))
+            let (running, _) = try await syncHeldAtTheProxy(h, descriptor)
+            #expect(descriptor.documentState == .sendingChanges)
+            let other = try InstantStore(root: h.root)
+            defer { other.close() }
+            try other.removeLayer(tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")
+            #expect(descriptor.documentState == .unknown)
+            h.proxy.releaseHeldRequest()
+            _ = await failure(of: running)
+            #expect(descriptor.documentState == .unknown)
+
+            try await descriptor.download(usingJWT: try await h.jwt("doc")).result()
+            try descriptor.editableDocument.add(note("going again", id: "h"))
+            let (again, _) = try await syncHeldAtTheProxy(h, descriptor)
+            try descriptor.removeLocalStorage()
+            #expect(descriptor.documentState == .unknown)
+            h.proxy.releaseHeldRequest()
+            _ = await failure(of: again)
+            #expect(descriptor.documentState == .unknown)
+        }
+    }
+
     /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
     /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
     /// --timeout` relies on against a server that never answers.

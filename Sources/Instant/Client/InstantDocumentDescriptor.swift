@@ -145,13 +145,24 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         return try client.localDescriptor(identifier, layerName)?.pdfSHA256 != nil
     }
 
-    /// The layer's state: `sendingChanges` or `receivingChanges` while a sync cycle runs,
-    /// otherwise read from the store.
+    /// The layer's state: `sendingChanges` or `receivingChanges` while a sync cycle runs
+    /// on the stored layer, otherwise read from the store.
     public var documentState: InstantDocumentState {
         let (invalidated, cycle, layer) = mutable.withLock { ($0.invalidated, $0.cycleState, $0.layer) }
         guard let client, !invalidated else { return .invalid }
+        let local: LocalDescriptor?
+        do {
+            local = try client.localDescriptor(identifier, layerName)
+        } catch {
+            // The store cannot say now (busy, say): a cycle's state, else unknown.
+            return cycle ?? .unknown
+        }
+        guard let local else {
+            // Not stored (removeLocalStorage() returned, or another process removed it):
+            // unknown at once, also while a cancelled cycle's last answer still comes in.
+            return .unknown
+        }
         if let cycle { return cycle }
-        guard let local = try? client.localDescriptor(identifier, layerName) else { return .unknown }
         switch local.state {
         case .unknown: return .unknown
         case .invalid: return .invalid
