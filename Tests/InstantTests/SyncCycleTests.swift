@@ -690,6 +690,29 @@ import Testing
         }
     }
 
+    /// `stopSyncing(false)` while a round is out: that round finishes, and the cycle sends
+    /// nothing more (before, it went on round after round while changes were left); the
+    /// changes left wait for the next sync.
+    @Test func stopSyncingWithoutCancellingLetsTheRoundFinishAndSendsNoOther() async throws {
+        try await ClientHarness.with { h in
+            let (_, _, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("first", id: "1"))
+            let (running, _) = try await syncHeldAtTheProxy(h, descriptor)
+            try descriptor.editableDocument.add(note("second", id: "2"))
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(100))
+            h.proxy.releaseHeldRequest()
+            let stopped = await failure(of: running)
+            #expect(stopped?.code == .requestFailed, "\(String(describing: stopped))")
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["1"], "the round out finished, no other")
+            #expect(descriptor.documentState == .dirty)
+            #expect(await failure(of: descriptor.sync()) == nil)
+            #expect(try await h.serverAnnotations("doc").count == 2)
+        }
+    }
+
     /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
     /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
     /// --timeout` relies on against a server that never answers.

@@ -296,6 +296,11 @@ actor SyncEngine {
                 if outcome.resetRequired { again = true }
                 try await SyncRound.reportLostChanges(in: layer, of: descriptor, client: client)
                 if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
+                // stopSyncing(false) since the cycle began (or since the last sync or change
+                // that joined it): the round in flight was let finish, and no other begins.
+                if again && stops != cycleStops {
+                    throw InstantError(.requestFailed, "the sync was stopped (stopSyncing) with changes still to send")
+                }
             } while again
             retryAttempt = 0
             awaitingAuthentication = false
