@@ -19,10 +19,12 @@ public enum InstantJSON {
     public static let maximumAnnotationDepth = 507
 
     /// How many values (objects, arrays, strings, numbers, booleans and nulls, the
-    /// annotation itself included) an annotation may hold: an ink drawing of some 80,000
-    /// points. A server parses a stored annotation again for every read of it (a snapshot,
-    /// a page of changes), at some 90 bytes of memory per value: without a bound, one
-    /// stored annotation of a payload's size would take gigabytes at each read.
+    /// annotation itself included) a new annotation may hold: an ink drawing of some 60,000
+    /// points (each an `[x, y]` and an intensity). A server parses a stored annotation again
+    /// for every read of it (a snapshot, a page of changes), at some 90 bytes of memory per
+    /// value: without a bound, one stored annotation of a payload's size would take
+    /// gigabytes at each read. Checked where an annotation is written (a server's routes,
+    /// the client's edits, instantctl); content a server already holds is read as it is.
     public static let maximumAnnotationValues = 250_000
 
     /// Checks `content` is an annotation object with a version, a type, a page index and a

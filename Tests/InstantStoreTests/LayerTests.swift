@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import InstantProtocol
 import Testing
 
 @testable import InstantStore
@@ -21,6 +22,26 @@ import Testing
         #expect(try reopened.metadata().userID == "alice")
         let listed = try scratch.store.localDescriptors()
         #expect(listed.count == 1 && listed[0].pendingChangeCount == 4 && listed[0].annotationCount == 1)
+    }
+
+    /// A server's annotation with more values than a new edit may hold
+    /// (`InstantJSON.maximumAnnotationValues`, a rule for writes) is kept as the server has
+    /// it, in a download's layer and a snapshot: a layer holding one downloads and resets.
+    @Test func aServersLargeAnnotationIsKeptAsItIs() throws {
+        let scratch = try Scratch()
+        let points = String(repeating: "1,", count: InstantJSON.maximumAnnotationValues) + "1"
+        let big = Data(
+            #"{"v":1,"type":"pspdfkit/ink","pageIndex":0,"bbox":[0,0,1,1],"points":[\#(points)]}"#.utf8)
+        let staged = try scratch.store.stageLayer(
+            tenant: Scratch.tenant, document: "d", layer: "",
+            snapshot: [ServerRecord(id: "big", content: big, revision: 1)],
+            revision: 1, epoch: "e1", pdf: nil)
+        try scratch.store.commitLayer(staged)
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { layer.close() }
+        #expect(try layer.annotation(id: "big")?.content == big)
+        try layer.applySnapshot([ServerRecord(id: "big", content: big, revision: 2)], revision: 2, epoch: "e1")
+        #expect(try layer.annotations().count == 1)
     }
 
     /// `createOrUpdate` decides in the transaction, and is recorded as what it turned out to be.
