@@ -623,10 +623,16 @@ import Testing
                 }.count == 3
             }
             #expect(depth.withLock { $0.deepest } == 1, "each refusal told outside the call that asked")
+            // One more, asked for right before the running one ends: told before its outcome.
+            descriptor.reauthenticate(withJWT: token)
             h.proxy.releaseHeldRequest()
             try await log.wait("the first one's success") {
                 $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
             }
+            let names = await log.names
+            let finished = try #require(names.firstIndex { $0.hasPrefix("didFinishReauthentication") })
+            let refusals = names.indices.filter { names[$0].hasPrefix("didFailReauthentication") }
+            #expect(refusals.count == 4 && refusals.allSatisfy { $0 < finished }, "\(names)")
         }
     }
 

@@ -55,38 +55,49 @@ extension InstantDocumentDescriptor {
         let (client, engine) = (client, engine)
         guard let client else { return }
         let busy = mutable.withLock { state -> Bool in
-            defer { state.reauthenticating = true }
-            return state.reauthenticating
-        }
-        if busy {
-            // Told off the caller's thread, as every event is: a handler that asks again
-            // from its own call must not recurse into itself.
-            Task {
-                client.emit(
-                    .didFailReauthentication(
-                        self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+            guard state.reauthenticating else {
+                state.reauthenticating = true
+                return false
             }
-            return
+            // Told at once, off the caller's thread as every event is (a handler that asks
+            // again from its own call must not recurse into itself), and before the running
+            // one's outcome, which waits for it.
+            state.refusals.append(
+                Task {
+                    client.emit(
+                        .didFailReauthentication(
+                            self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+                })
+            return true
         }
+        if busy { return }
         // A stop asked for after this call withdraws the sync it ends with.
         let stops = stopsAsked
         Task {
             // Done before either event: an app may reauthenticate again from its handler
             // (the sync that follows may be refused, with `didFailAuthentication`).
-            let done = { self.mutable.withLock { $0.reauthenticating = false } }
+            // The refusals told meanwhile are waited for: they come before the outcome.
+            let done = {
+                let refusals = self.mutable.withLock { state in
+                    state.reauthenticating = false
+                    defer { state.refusals = [] }
+                    return state.refusals
+                }
+                for refusal in refusals { await refusal.value }
+            }
             do throws(InstantError) {
                 let jwt = try InstantJWT(parsing: token)
                 try self.check(jwt)
                 try await self.verify(jwt, with: client.api)
                 self.update(jwt: jwt)
                 await engine.authenticated()
-                done()
+                await done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
                 // The layer is what a sync needs (its PDF may be gone, to be fetched again).
                 if self.isLayerStored { _ = await engine.syncResult(afterStops: stops) }
             } catch {
-                done()
+                await done()
                 client.emit(.didFailReauthentication(self, error))
             }
         }

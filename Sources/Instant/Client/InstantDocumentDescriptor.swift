@@ -98,6 +98,9 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
         var reauthenticating = false
+        /// The `alreadyAuthenticating` refusals told while it runs: its outcome is told
+        /// after them.
+        var refusals: [Task<Void, Never>] = []
     }
 
     init(client: InstantClient, identifier: String, layerName: String, jwt: InstantJWT?, userID: String?) {
