@@ -42,7 +42,9 @@ public final class InstantServer: Sendable {
         self.configuration = configuration
         bodies = BodyBudget(capacity: configuration.maxBodyBytesInFlight, payloadLimit: configuration.maxPayloadSize)
         listeners = ListenerRegistry(
-            limits: .init(total: configuration.maxListeners, perLayer: configuration.maxListenersPerLayer))
+            limits: .init(
+                total: configuration.maxListeners, perLayer: configuration.maxListenersPerLayer,
+                perToken: configuration.maxListenersPerToken))
         // Before anything is read or cleaned up: the start's clean-up is only right for a
         // directory no other server works in.
         if let dataLock {

@@ -131,6 +131,38 @@ import ServerTestSupport
         }
     }
 
+    /// One token parks at most `maxListenersPerToken` listeners: past that, 503 for it, while
+    /// another token still listens on the same layer. (A client listens once per layer; a
+    /// token that parks polls it no longer waits for, on connections it left, cannot take
+    /// the layer's places.)
+    @Test func oneTokenParksAtMostItsShareOfListeners() async throws {
+        try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerToken = 1 }) { server in
+            try await server.upload("d", samplePDF(2_000))
+            let token = try await server.token(document: "d", user: "ana")
+            var parked = try RawConnection(server)
+            defer { parked.close() }
+            var refused: TestServer.Reply?
+            for attempt in 1...8 {
+                if attempt > 1 {
+                    parked.close()
+                    parked = try RawConnection(server)
+                }
+                parked.send(
+                    "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
+                        + "Authorization: Token token=\"\(token)\"\r\n\r\n")
+                try await Task.sleep(for: .milliseconds(300 * attempt))
+                refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
+                if refused?.status == 503 { break }
+            }
+            let refusal = try #require(refused)
+            #expect(refusal.status == 503 && refusal.errorCode == "serverBusy")
+            let message = (try? refusal.json(ErrorBody.self))?.error.message ?? ""
+            #expect(message.contains("this token"), "\(message)")
+            let other = try await server.token(document: "d", user: "bob")
+            #expect(try await server.client(.GET, "d", "listen?revision=0&timeout=0.1", token: other).status == 200)
+        }
+    }
+
     @Test func listenersPastTheCapGet503AndAClosedConnectionFreesItsPlace() async throws {
         try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerLayer = 1 }) { server in
             try await server.upload("d", samplePDF(2_000))

@@ -35,6 +35,9 @@ public struct ServerConfiguration: Sendable {
     /// layer (defaults 10,000 and 2,000); past them, `503 serverBusy` with `Retry-After`.
     public var maxListeners = 10_000
     public var maxListenersPerLayer = 2_000
+    /// `MAX_LISTENERS_PER_TOKEN`: parked listeners of one JWT (default 64), so that one
+    /// token cannot take a layer's places (a client listens once per layer).
+    public var maxListenersPerToken = 64
     /// `IDLE_TIMEOUT_SECONDS`: a connection with no request in flight (or a request that
     /// stops sending) is closed after this long, default 90.
     public var idleTimeout = 90
@@ -115,6 +118,7 @@ public struct ServerConfiguration: Sendable {
             "MAX_ANNOTATIONS_LISTED", 10_000, minimum: 1, maximum: PageLimits.maximumRecords)
         configuration.maxListeners = integer("MAX_LISTENERS", 10_000, minimum: 1, maximum: 1_000_000)
         configuration.maxListenersPerLayer = integer("MAX_LISTENERS_PER_LAYER", 2_000, minimum: 1, maximum: 1_000_000)
+        configuration.maxListenersPerToken = integer("MAX_LISTENERS_PER_TOKEN", 64, minimum: 1, maximum: 1_000_000)
         configuration.idleTimeout = integer("IDLE_TIMEOUT_SECONDS", 90, minimum: 1, maximum: 86_400)
         configuration.maxBodyBytesInFlight = integer(
             "MAX_BODY_BYTES_IN_FLIGHT", 2 * configuration.maxPayloadSize, minimum: 1024)

@@ -18,6 +18,8 @@ actor ListenerRegistry {
         var unwritten: Bool
         /// The revision the listener has.
         var after: Int64
+        /// The JWT it listens with (its `Authorization` value), for the per-token limit.
+        var token: String = ""
     }
 
     /// Something that happened to a document's layers.
@@ -28,10 +30,11 @@ actor ListenerRegistry {
         case documentRemoved
     }
 
-    /// How many listeners may park in all, and on one layer.
+    /// How many listeners may park in all, on one layer, and with one token.
     struct Limits: Sendable {
         var total: Int
         var perLayer: Int
+        var perToken: Int = .max
     }
 
     /// Why a wait ended.
@@ -63,6 +66,7 @@ actor ListenerRegistry {
     private let limits: Limits
     private var waiters: [ExactString: [UUID: Waiter]] = [:]
     private var perLayer: [LayerKey: Int] = [:]
+    private var perToken: [String: Int] = [:]
     private var total = 0
     private var generations: [ExactString: UInt64] = [:]
     private var closed = false
@@ -91,6 +95,10 @@ actor ListenerRegistry {
         guard perLayer[key, default: 0] < limits.perLayer else {
             throw ProtocolError(.serverBusy, "this layer has \(limits.perLayer) listeners waiting; listen again later")
         }
+        guard perToken[interest.token, default: 0] < limits.perToken else {
+            throw ProtocolError(
+                .serverBusy, "this token has \(limits.perToken) listeners waiting; listen again once one has ended")
+        }
         let id = UUID()
         let deadline = ContinuousClock.now + timeout
         if sweeper == nil {
@@ -106,6 +114,7 @@ actor ListenerRegistry {
                 waiters[document, default: [:]][id] = Waiter(
                     interest: interest, deadline: deadline, continuation: continuation)
                 perLayer[key, default: 0] += 1
+                perToken[interest.token, default: 0] += 1
                 total += 1
             }
         } onCancel: {
@@ -155,6 +164,8 @@ actor ListenerRegistry {
         let key = LayerKey(document: document, layer: ExactString(waiter.interest.layer))
         perLayer[key, default: 1] -= 1
         if perLayer[key] == 0 { perLayer[key] = nil }
+        perToken[waiter.interest.token, default: 1] -= 1
+        if perToken[waiter.interest.token] == 0 { perToken[waiter.interest.token] = nil }
         total -= 1
         waiter.continuation.resume(returning: wake)
     }

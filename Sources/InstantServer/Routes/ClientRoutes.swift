@@ -129,13 +129,14 @@ struct ClientRoutes {
         }
         let timeout = min(requested, Double(server.configuration.maximumListenTimeout))
         let epoch = query["epoch"].map(String.init)
+        let token = request.headers[.authorization] ?? ""
         let server = self.server
         // The wait runs in its own task, cancelled (and its listener released) as soon as
         // the client hangs up, or when this request is cancelled.
         let waiting = Task {
             try await withGracefulShutdownHandler {
                 try await Self.waitForChange(
-                    server: server, identity: identity, epoch: epoch, after: after, timeout: timeout)
+                    server: server, identity: identity, token: token, epoch: epoch, after: after, timeout: timeout)
             } onGracefulShutdown: { [listeners = server.listeners] in
                 // Not the server: a task holding it past shutdown would keep its data
                 // directory locked for a server started next.
@@ -167,11 +168,12 @@ struct ClientRoutes {
     /// Reads the layer, parks until something concerns it, and reads again, until it
     /// passed `after` or the time is up.
     private static func waitForChange(
-        server: InstantServer, identity: ClientIdentity, epoch: String?, after: Int64, timeout: Double
+        server: InstantServer, identity: ClientIdentity, token: String, epoch: String?, after: Int64,
+        timeout: Double
     ) async throws -> ListenResponse {
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
         let interestBase = ListenerRegistry.Interest(
-            document: identity.documentID, layer: identity.layer, unwritten: false, after: after)
+            document: identity.documentID, layer: identity.layer, unwritten: false, after: after, token: token)
         // Timed out, cancelled or shutting down: answer with the layer as it is.
         var ended = false
         while true {
