@@ -17,7 +17,7 @@ struct InstantServerCommand: AsyncParsableCommand {
             warning, error or critical), and the limits \
             (docs/PROTOCOL.md, Limits): MAX_UPLOAD_SIZE_BYTES, MAX_PAYLOAD_SIZE_BYTES, \
             MAX_BODY_BYTES_IN_FLIGHT, MAX_CHANGES_PER_SYNC, PAGE_MAX_RECORDS, \
-            MAX_ANNOTATIONS_LISTED, MAX_LISTENERS, MAX_LISTENERS_PER_LAYER, \
+            MAX_ANNOTATIONS_LISTED, MAX_LISTENERS, MAX_LISTENERS_PER_LAYER, MAX_LISTENERS_PER_TOKEN, \
             LISTEN_TIMEOUT_MAX_SECONDS, IDLE_TIMEOUT_SECONDS.
             """,
         subcommands: [Serve.self, Token.self],
