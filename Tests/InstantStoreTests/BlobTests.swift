@@ -162,8 +162,9 @@ import GRDB
         let bytes = samplePDF(seed: 11, size: 1_500_000)
         let stored = try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(bytes))
         let chunk = PDFChunks.chunkSize
-        func collect(_ chunks: PDFChunks) async throws -> Data {
+        func collect(_ chunks: PDFChunks, step: Int64 = PDFChunks.skipStep) async throws -> Data {
             var iterator = chunks.makeAsyncIterator()
+            iterator.stepSize = step
             try await iterator.skipToRange()
             var buffer = [UInt8](repeating: 0xEE, count: chunk)
             var all = Data()
@@ -178,10 +179,19 @@ import GRDB
             (4 * chunk + 5)..<1_500_000, 1_499_999..<1_500_000, 1_200_000..<1_200_001,
         ]
         for range in ranges {
-            let read = try await collect(
-                scratch.store.pdfChunks(stored.sha256, range: Int64(range.lowerBound)..<Int64(range.upperBound)))
-            #expect(read == bytes[range], "\(range)")
+            let chunks = try scratch.store.pdfChunks(
+                stored.sha256, range: Int64(range.lowerBound)..<Int64(range.upperBound))
+            #expect(try await collect(chunks) == bytes[range], "\(range)")
+            // In steps of 100,000 bytes (a few for each range): the same.
+            #expect(try await collect(chunks, step: 100_000) == bytes[range], "\(range), in steps")
         }
+        // A peer that hung up: the skip ends, and the next read fails rather than skip on.
+        let abandoned = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await collect(
+                scratch.store.pdfChunks(stored.sha256, range: 1_400_000..<1_500_000), step: 100_000)
+        }
+        await #expect(throws: StoreError.self) { _ = try await abandoned.value }
         let path = scratch.store.layout.blobPath(stored.sha256)
         #expect(
             try await collect(scratch.store.pdfChunks(stored.sha256, storedFrame: true))

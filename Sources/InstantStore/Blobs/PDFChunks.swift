@@ -25,6 +25,9 @@ public struct PDFChunks: AsyncSequence, Sendable {
     /// The most bytes one chunk holds: a buffer of this size takes any chunk.
     public static let chunkSize = 256 << 10
 
+    /// The most bytes one step of ``Iterator/skipToRange()`` decompresses (some 30 ms).
+    static let skipStep: Int64 = 32 << 20
+
     let reader: BlobReader
     let size: Int64
     let range: Range<Int64>
@@ -41,6 +44,8 @@ public struct PDFChunks: AsyncSequence, Sendable {
         private var failure: StoreError?
 
         private let foundCorrupt: @Sendable () -> Void
+        /// The bytes of one step of ``skipToRange()`` (smaller in tests).
+        var stepSize = PDFChunks.skipStep
 
         init(source: PDFChunks) {
             foundCorrupt = source.foundCorrupt
@@ -76,17 +81,37 @@ public struct PDFChunks: AsyncSequence, Sendable {
         /// the whole prefix takes (seconds, for a gibibyte); the next chunk is then at
         /// hand. Call it before the first ``next(into:)``: it does nothing when there is
         /// nothing to skip (a range from the start, or a stored frame sent as it is).
+        ///
+        /// The skip goes in steps of ``skipStep`` bytes, at most ``SkipPermits/count`` of
+        /// them at a time in the process (others wait their turn), and ends at the first
+        /// step after the calling task is cancelled (a peer that hung up): the next read
+        /// then fails.
         public mutating func skipToRange() async throws(StoreError) {
             guard let reader, failure == nil, reader.needsSkip else { return }
             let handoff = Handoff(reader)
-            do {
-                try await Offload.run { try handoff.value.skipToRange() }
-            } catch let error as StoreError {
-                if case .corruptBlob = error { foundCorrupt() }
-                self.failure = error
-            } catch {
-                // (Unreached: the skip throws store errors alone.)
-                self.failure = .io(operation: "read the PDF: \(error)", path: "", errno: EIO)
+            while true {
+                if Task.isCancelled {
+                    failure = .io(operation: "skip to the range asked for (cancelled)", path: "", errno: ECANCELED)
+                    return
+                }
+                await SkipPermits.shared.acquire()
+                let done: Bool
+                do {
+                    let budget = stepSize
+                    done = try await Offload.run { try handoff.value.skipStep(budget: budget) }
+                } catch let error as StoreError {
+                    await SkipPermits.shared.release()
+                    if case .corruptBlob = error { foundCorrupt() }
+                    failure = error
+                    return
+                } catch {
+                    await SkipPermits.shared.release()
+                    // (Unreached: the skip throws store errors alone.)
+                    failure = .io(operation: "read the PDF: \(error)", path: "", errno: EIO)
+                    return
+                }
+                await SkipPermits.shared.release()
+                if done { return }
             }
         }
 
@@ -140,12 +165,21 @@ private final class ChunkReader {
         decoder != nil && carried == nil && !finished && produced + Int64(Self.chunkSize) < source.range.lowerBound
     }
 
-    /// Decompresses up to the range's first chunk, kept for the next ``next(into:)``.
-    func skipToRange() throws(StoreError) {
-        guard needsSkip else { return }
+    /// Where a step of the skip stops decompressing (nil: no step runs).
+    private var stepEnd: Int64?
+
+    /// Decompresses towards the range's first chunk, `budget` bytes at most; once there,
+    /// the chunk is kept for the next ``next(into:)``. Returns whether the skip is done.
+    func skipStep(budget: Int64) throws(StoreError) -> Bool {
+        guard needsSkip else { return true }
         let buffer = scratch ?? .allocate(byteCount: Self.chunkSize, alignment: 16)
         scratch = buffer
-        carried = try next(into: buffer)
+        stepEnd = produced + budget
+        defer { stepEnd = nil }
+        let count = try next(into: buffer)
+        if count == 0 { return false }
+        carried = count
+        return true
     }
 
     /// Where ``nextData()`` reads, made on its first call.
@@ -226,10 +260,38 @@ private final class ChunkReader {
                     finished = true
                     return nil
                 }
+                // A step of the skip used its budget: 0, "not there yet" (only then).
+                if let stepEnd, produced >= stepEnd { return 0 }
             }
         } catch {
             finished = true
             throw error
+        }
+    }
+}
+
+/// How many steps of ``PDFChunks/Iterator/skipToRange()`` run at once in the process: a
+/// peer asking for many ranges far into large PDFs takes this many threads, not one each.
+actor SkipPermits {
+    static let count = 2
+    static let shared = SkipPermits()
+
+    private var available = SkipPermits.count
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        if available > 0 {
+            available -= 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty {
+            available += 1
+        } else {
+            waiting.removeFirst().resume()
         }
     }
 }
