@@ -136,6 +136,19 @@ import Testing
             #expect(a.documentState == .dirty)
             try await a.sync().result()
             #expect(try await h.serverAnnotations("doc").count == 2)
+
+            // Off and on again, at once (before the engine hears of either) or a moment
+            // apart (the timer withdrawn in between): the sync due is still made.
+            for round in 0..<4 {
+                a.delayForSyncingLocalChanges = 0.3
+                _ = try a.editableDocument.add(note("toggled \(round)", id: "t\(round)"))
+                try await Task.sleep(for: .milliseconds(50))
+                a.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+                if round % 2 == 1 { try await Task.sleep(for: .milliseconds(100)) }
+                a.delayForSyncingLocalChanges = 0.3
+                try await log.wait("the toggled round's sync", seconds: 10) { finished($0) == 3 + round }
+                #expect(try await h.serverAnnotations("doc").count == 3 + round)
+            }
         }
     }
 }

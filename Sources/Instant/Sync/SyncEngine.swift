@@ -34,7 +34,8 @@ actor SyncEngine {
     /// per change was most of `document.add`'s own CPU time). Cleared before the timer's
     /// cycle starts.
     nonisolated let autoSyncArmed = Atomic<Bool>(false)
-    /// When the auto-sync timer was set (for a new delay to count from).
+    /// When the auto-sync timer was set (for a new delay to count from); kept while it is
+    /// withdrawn by turning syncing of local changes off, until a cycle or a stop.
     private var autoSyncSetAt: ContinuousClock.Instant?
     private var retry: Task<Void, Never>?
     private var retryAttempt = 0
@@ -103,10 +104,12 @@ actor SyncEngine {
     }
 
     /// The descriptor's delay changed: a timer set with the old one is set again with the
-    /// new one, counted from when it was set (none when syncing local changes is now off).
+    /// new one, counted from when it was set. Turned off, the timer is withdrawn but its
+    /// time kept: turned on again (the order of quick changes is the app's), it is set
+    /// again, unless a cycle or a stop came in between.
     func delayChanged() {
-        guard let timer = autoSync, let descriptor, let set = autoSyncSetAt else { return }
-        timer.cancel()
+        guard let descriptor, let set = autoSyncSetAt else { return }
+        autoSync?.cancel()
         autoSync = nil
         let delay = descriptor.delayForSyncingLocalChanges
         guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
@@ -130,6 +133,7 @@ actor SyncEngine {
         // change from setting a timer (and, with the armed flag, from telling the engine).
         guard !Task.isCancelled else { return }
         autoSync = nil
+        autoSyncSetAt = nil
         // A pending retry starts the cycle itself; a refused JWT waits for a new one.
         // Otherwise sync, even if a cycle ran since the timer was set: changes made after
         // it read them counted on this timer.
@@ -144,6 +148,7 @@ actor SyncEngine {
         stops += 1
         autoSync?.cancel()
         autoSync = nil
+        autoSyncSetAt = nil
         retry?.cancel()
         retry = nil
         if cancelCurrentRequest, let cycle {
@@ -239,6 +244,9 @@ actor SyncEngine {
             return .failure(InstantError(.invalidDocument, "the descriptor is invalid"))
         }
         client.emit(.didBeginSync(descriptor))
+        // A timer withdrawn (syncing of local changes turned off) is for changes this cycle
+        // reads: it is not set again.
+        if autoSync == nil { autoSyncSetAt = nil }
         // What the app knows, when it was never told: what it could read before the cycle.
         let stateBefore = lastToldState == nil ? descriptor.documentState : nil
         var result: Result<Void, InstantError> = .success(())
