@@ -59,7 +59,12 @@ import Testing
             return true
         }
         try layer.create(id: "b", content: note("b"))
+        // Another layer handle of the closed store shares the lock while one is open.
+        let another = try scratch.store.openHookedLayer(key: layer.key)
         layer.close()
+        another.close()
+        // Once every share has gone, a layer handle no longer opens: it would write unlocked.
+        #expect(throws: StoreError.self) { try scratch.store.openHookedLayer(key: layer.key) }
         let (rebuilt, report) = try InstantStore.rebuildCatalog(root: scratch.root)
         #expect(report.layers == 1)
         #expect(try rebuilt.localDescriptors().map(\.pendingChangeCount) == [2])

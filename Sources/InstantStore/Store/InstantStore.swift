@@ -281,10 +281,20 @@ public final class InstantStore: Sendable {
             resolveMark: { [self] (layer) throws(StoreError) in try self.resolveStaleMark(layer) },
             flagCorrupt: { [self] in self.flagLayerCorrupt(key: key) },
             syncRecord: { [self] _ throws(StoreError) in try self.syncLayerRecord(key: key) })
+        // A writable handle shares the store's lock; none is left once the store is closed
+        // (and its layers): a layer opened then, racing a close, would write unlocked.
+        let hold: (any StoreLockShare)?
+        if isReadOnly {
+            hold = try ReadOnlyHold.take(layout)
+        } else {
+            guard let share = lock?.join() else {
+                throw .database(extendedCode: 21, message: "the store handle is closed (SQLITE_MISUSE)")
+            }
+            hold = share
+        }
         do {
             return try LayerDatabase(
-                path: layout.layerPath(key: key), key: key, hooks: hooks, readOnly: isReadOnly,
-                hold: isReadOnly ? try ReadOnlyHold.take(layout) : lock?.join())
+                path: layout.layerPath(key: key), key: key, hooks: hooks, readOnly: isReadOnly, hold: hold)
         } catch {
             if case .corruptLayer = error { flagLayerCorrupt(key: key) }
             throw error
