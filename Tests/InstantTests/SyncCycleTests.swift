@@ -719,6 +719,28 @@ import Testing
         }
     }
 
+    /// The same with syncing after changes on: an edit right before the stop (its hop to
+    /// the engine may come after the stop's) joins the cycle, and the stop still ends it
+    /// after the round out.
+    @Test func aStopRightAfterAnEditStillEndsTheCycleAfterItsRound() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = 0.05
+            // The timer's cycle, held at the proxy; no timer is set while it runs.
+            h.proxy.holdNextRequest(to: "POST /i/v1/documents/doc/sync")
+            try descriptor.editableDocument.add(note("first", id: "1"))
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try descriptor.editableDocument.add(note("second", id: "2"))
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(100))
+            h.proxy.releaseHeldRequest()
+            try await log.wait(for: "didFailSync")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["1"], "the round out finished, no other")
+            #expect(descriptor.documentState == .dirty)
+        }
+    }
+
     /// Cancelling the operation `sync()` returned stops the cycle, as `stopSyncing(true)`
     /// does (before, the wait was cancelled and the cycle went on): what `instantctl sync
     /// --timeout` relies on against a server that never answers.

@@ -62,12 +62,13 @@ extension InstantDocumentDescriptor {
             // Told at once, off the caller's thread as every event is (a handler that asks
             // again from its own call must not recurse into itself), and before the running
             // one's outcome, which waits for it.
-            state.refusals.append(
-                Task {
-                    client.emit(
-                        .didFailReauthentication(
-                            self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
-                })
+            let previous = state.refusal
+            state.refusal = Task {
+                await previous?.value
+                client.emit(
+                    .didFailReauthentication(
+                        self, InstantError(.alreadyAuthenticating, "a reauthentication is running")))
+            }
             return true
         }
         if busy { return }
@@ -78,12 +79,12 @@ extension InstantDocumentDescriptor {
             // (the sync that follows may be refused, with `didFailAuthentication`).
             // The refusals told meanwhile are waited for: they come before the outcome.
             let done = {
-                let refusals = self.mutable.withLock { state in
+                let refusal = self.mutable.withLock { state in
                     state.reauthenticating = false
-                    defer { state.refusals = [] }
-                    return state.refusals
+                    defer { state.refusal = nil }
+                    return state.refusal
                 }
-                for refusal in refusals { await refusal.value }
+                await refusal?.value
             }
             do throws(InstantError) {
                 let jwt = try InstantJWT(parsing: token)

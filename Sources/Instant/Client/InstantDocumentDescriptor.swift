@@ -97,10 +97,12 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         var lastDownload: InstantDownloadReport?
         /// A hop to the engine for local changes is on its way.
         var engineNotified = false
+        /// The stop requests asked for before the latest change that hop covers.
+        var notifiedAsked = 0
         var reauthenticating = false
-        /// The `alreadyAuthenticating` refusals told while it runs: its outcome is told
-        /// after them.
-        var refusals: [Task<Void, Never>] = []
+        /// The last `alreadyAuthenticating` refusal told while it runs (each told after
+        /// the one before): its outcome is told after it.
+        var refusal: Task<Void, Never>?
     }
 
     init(client: InstantClient, identifier: String, layerName: String, jwt: InstantJWT?, userID: String?) {
@@ -287,20 +289,25 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         // A stop asked for and not followed yet would cancel that timer: then the engine
         // hears of this change after it (below).
         let engine = engine
-        let stopsPending =
-            stopsAsked != engine.stopsFollowedCount.load(ordering: .sequentiallyConsistent)
+        let asked = stopsAsked
+        let stopsPending = asked != engine.stopsFollowedCount.load(ordering: .sequentiallyConsistent)
         guard stopsPending || !engine.autoSyncArmed.load(ordering: .sequentiallyConsistent),
             mutable.withLock({ state in
-                guard state.delay != InstantSyncingLocalChangesDisabled, !state.engineNotified else { return false }
+                guard state.delay != InstantSyncingLocalChangesDisabled else { return false }
+                // The stops asked for before the latest change this hop covers act first; a
+                // stop asked for after it is followed after this (it stops what this starts).
+                state.notifiedAsked = max(state.notifiedAsked, asked)
+                guard !state.engineNotified else { return false }
                 state.engineNotified = true
                 return true
             })
         else { return }
         Task {
-            mutable.withLock { $0.engineNotified = false }
-            // The stops asked for by now act first: every change made before this reads is
-            // covered by what follows them.
-            await engine.localChangesMade(afterStops: stopsAsked)
+            let asked = mutable.withLock { state in
+                state.engineNotified = false
+                return state.notifiedAsked
+            }
+            await engine.localChangesMade(afterStops: asked)
         }
     }
 

@@ -47,6 +47,10 @@ actor SyncEngine {
     private var stops = 0
     /// ``stops`` as of the running cycle's start, or of the last request that joined it.
     private var cycleStops = 0
+    /// The descriptor's stop request number as of the running cycle's start, or of the
+    /// latest request (a sync, a local change) that joined it: a stop asked for after it
+    /// ends the cycle after its round in flight.
+    private var cycleAsked = 0
     /// The number of the last stop request followed that cancels the request in flight.
     private var lastCancellingStop = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
@@ -94,13 +98,15 @@ actor SyncEngine {
         if cycle != nil && !cycleCancelled {
             again = true
             cycleStops = stops
+            cycleAsked = max(cycleAsked, requested)
             return
         }
         guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil else { return }
         let delay = descriptor.delayForSyncingLocalChanges
         guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
-        // Longer than a day means never, in practice (and stays clear of overflow).
-        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: .now)
+        // Longer than a day means never, in practice (and stays clear of overflow). A timer
+        // withdrawn (syncing of local changes turned off, then on) keeps its time.
+        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: autoSyncSetAt ?? .now)
     }
 
     /// The descriptor's delay changed: a timer set with the old one is set again with the
@@ -217,14 +223,19 @@ actor SyncEngine {
             retry?.cancel()
             retry = nil
         }
+        // The engine's own request (a timer, a retry) is for changes made before the stops
+        // followed by now; a later one ends the cycle after its round.
+        let mark = asked ?? stopsFollowed
         if let cycle {
             again = true
             cycleStops = stops
+            cycleAsked = max(cycleAsked, mark)
             return await cycle.value
         }
         // The stops counted when the cycle is asked for (one that comes before it begins
         // running still stops its retry).
         cycleStops = stops
+        cycleAsked = mark
         let task = Task { await self.runCycle() }
         cycle = task
         return await task.value
@@ -303,10 +314,14 @@ actor SyncEngine {
                 // that answers it normally confirms (ending the streak).
                 if outcome.resetRequired { again = true }
                 try await SyncRound.reportLostChanges(in: layer, of: descriptor, client: client)
-                if try await round.onDisk({ layer in try layer.pendingChangeCount() }) > 0 { again = true }
-                // stopSyncing(false) since the cycle began (or since the last sync or change
-                // that joined it): the round in flight was let finish, and no other begins.
-                if again && stops != cycleStops {
+                let left = try await round.onDisk { layer in try layer.pendingChangeCount() }
+                if left > 0 { again = true }
+                // stopSyncing(false) asked for since the cycle began (or since the last sync
+                // or change that joined it): the round in flight was let finish, and no other
+                // begins.
+                if again && stopsFollowed > cycleAsked {
+                    // (Only a reset's confirming round left: done, nothing waits to be sent.)
+                    guard left > 0 else { break }
                     throw InstantError(.requestFailed, "the sync was stopped (stopSyncing) with changes still to send")
                 }
             } while again
