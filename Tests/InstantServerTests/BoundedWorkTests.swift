@@ -158,6 +158,14 @@ import ServerTestSupport
             #expect(refusal.status == 503 && refusal.errorCode == "serverBusy")
             let message = (try? refusal.json(ErrorBody.self))?.error.message ?? ""
             #expect(message.contains("this token"), "\(message)")
+            // The same token spelled otherwise (no quotes) is the same token.
+            let respelled = try RawConnection(server)
+            defer { respelled.close() }
+            respelled.send(
+                "GET /i/v1/documents/d/listen?revision=0&timeout=1 HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Token token=\(token)\r\n\r\n")
+            let answer = String(decoding: await respelled.readUntilClosed(seconds: 5).data, as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(200))")
             let other = try await server.token(document: "d", user: "bob")
             #expect(try await server.client(.GET, "d", "listen?revision=0&timeout=0.1", token: other).status == 200)
         }

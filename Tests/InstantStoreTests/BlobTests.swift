@@ -192,6 +192,11 @@ import GRDB
                 scratch.store.pdfChunks(stored.sha256, range: 1_400_000..<1_500_000), step: 100_000)
         }
         await #expect(throws: StoreError.self) { _ = try await abandoned.value }
+        // The same when the caller says so (a server: the peer's connection is closed).
+        var hungUp = try scratch.store.pdfChunks(stored.sha256, range: 1_400_000..<1_500_000).makeAsyncIterator()
+        try await hungUp.skipToRange { true }
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        #expect(throws: StoreError.self) { _ = try buffer.withUnsafeMutableBytes { try hungUp.next(into: $0) } }
         let path = scratch.store.layout.blobPath(stored.sha256)
         #expect(
             try await collect(scratch.store.pdfChunks(stored.sha256, storedFrame: true))

@@ -9,10 +9,14 @@ import Logging
 public struct ServerContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var maxUploadSize: Int
+    /// The request's connection: whether the peer is still there (Hummingbird does not
+    /// cancel a handler whose peer hung up).
+    public let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         maxUploadSize = 32 << 20
+        channel = source.channel
     }
 }
 

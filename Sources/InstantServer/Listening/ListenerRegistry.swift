@@ -18,7 +18,8 @@ actor ListenerRegistry {
         var unwritten: Bool
         /// The revision the listener has.
         var after: Int64
-        /// The JWT it listens with (its `Authorization` value), for the per-token limit.
+        /// What the signature of the JWT it listens with covers (its header and claims),
+        /// for the per-token limit.
         var token: String = ""
     }
 

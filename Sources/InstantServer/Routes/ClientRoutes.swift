@@ -129,14 +129,17 @@ struct ClientRoutes {
         }
         let timeout = min(requested, Double(server.configuration.maximumListenTimeout))
         let epoch = query["epoch"].map(String.init)
-        let token = request.headers[.authorization] ?? ""
+        // What the signature covers (header and claims), byte for byte: the same token in
+        // another spelling (quotes, padding, the signature's unused bits) is the same.
+        let token = try TokenVerifier.token(fromAuthorization: request.headers[.authorization])
+        let signed = String(token[..<(token.lastIndex(of: ".") ?? token.endIndex)])
         let server = self.server
         // The wait runs in its own task, cancelled (and its listener released) as soon as
         // the client hangs up, or when this request is cancelled.
         let waiting = Task {
             try await withGracefulShutdownHandler {
                 try await Self.waitForChange(
-                    server: server, identity: identity, token: token, epoch: epoch, after: after, timeout: timeout)
+                    server: server, identity: identity, token: signed, epoch: epoch, after: after, timeout: timeout)
             } onGracefulShutdown: { [listeners = server.listeners] in
                 // Not the server: a task holding it past shutdown would keep its data
                 // directory locked for a server started next.

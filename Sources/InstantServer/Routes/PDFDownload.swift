@@ -42,27 +42,32 @@ struct PDFDownload {
                 response.headers[.contentRange] = "bytes */\(stored.size)"
                 return response
             case .range(let range):
-                return try partial(range, of: hash, stored, headers)
+                return try partial(range, of: hash, stored, headers, context: context)
             }
         }
         if HeaderParsing.acceptsZstd(request.headers[.acceptEncoding]) {
             headers[.contentEncoding] = "zstd"
             headers[.contentLength] = "\(stored.storedSize)"
             let chunks = try server.pdfs.pdfChunks(hash, storedFrame: true)
-            return Response(status: .ok, headers: headers, body: Self.body(chunks, length: Int(stored.storedSize)))
+            return Response(
+                status: .ok, headers: headers, body: Self.body(chunks, length: Int(stored.storedSize), context: context)
+            )
         }
         headers[.contentLength] = "\(stored.size)"
         let chunks = try server.pdfs.pdfChunks(hash)
-        return Response(status: .ok, headers: headers, body: Self.body(chunks, length: Int(stored.size)))
+        return Response(
+            status: .ok, headers: headers, body: Self.body(chunks, length: Int(stored.size), context: context))
     }
 
     /// Each chunk is read from the store straight into the buffer that goes out.
-    static func body(_ chunks: PDFChunks, length: Int) -> ResponseBody {
-        ResponseBody(contentLength: length) { writer in
+    static func body(_ chunks: PDFChunks, length: Int, context: ServerContext) -> ResponseBody {
+        let channel = context.channel
+        return ResponseBody(contentLength: length) { writer in
             var iterator = chunks.makeAsyncIterator()
             // A range far into the PDF: what comes before it is decompressed off the
-            // cooperative pool (one request must not hold a thread every other one needs).
-            try await iterator.skipToRange()
+            // cooperative pool (one request must not hold a thread every other one needs),
+            // and not for a peer that hung up.
+            try await iterator.skipToRange { !channel.isActive }
             while true {
                 var buffer = ByteBufferAllocator().buffer(capacity: PDFChunks.chunkSize)
                 let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: PDFChunks.chunkSize) {
@@ -76,13 +81,15 @@ struct PDFDownload {
     }
 
     /// 206 with one range of the PDF's bytes.
-    private func partial(_ range: Range<Int64>, of hash: BlobHash, _ stored: StoredPDF, _ headers: HTTPFields)
-        throws -> Response
-    {
+    private func partial(
+        _ range: Range<Int64>, of hash: BlobHash, _ stored: StoredPDF, _ headers: HTTPFields, context: ServerContext
+    ) throws -> Response {
         var headers = headers
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(stored.size)"
         headers[.contentLength] = "\(range.count)"
         let chunks = try server.pdfs.pdfChunks(hash, range: range)
-        return Response(status: .partialContent, headers: headers, body: Self.body(chunks, length: Int(range.count)))
+        return Response(
+            status: .partialContent, headers: headers,
+            body: Self.body(chunks, length: Int(range.count), context: context))
     }
 }

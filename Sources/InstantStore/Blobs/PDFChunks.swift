@@ -83,18 +83,24 @@ public struct PDFChunks: AsyncSequence, Sendable {
         /// nothing to skip (a range from the start, or a stored frame sent as it is).
         ///
         /// The skip goes in steps of ``skipStep`` bytes, at most ``SkipPermits/count`` of
-        /// them at a time in the process (others wait their turn), and ends at the first
-        /// step after the calling task is cancelled (a peer that hung up): the next read
-        /// then fails.
-        public mutating func skipToRange() async throws(StoreError) {
+        /// them at a time in the process (others wait their turn), and ends before the
+        /// first step after the calling task is cancelled or `abandoned` answers true (a
+        /// peer that hung up): the next read then fails.
+        public mutating func skipToRange(abandoned: @escaping @Sendable () -> Bool = { false }) async throws(StoreError)
+        {
             guard let reader, failure == nil, reader.needsSkip else { return }
             let handoff = Handoff(reader)
+            let gone = { Task.isCancelled || abandoned() }
             while true {
-                if Task.isCancelled {
-                    failure = .io(operation: "skip to the range asked for (cancelled)", path: "", errno: ECANCELED)
+                if gone() {
+                    failure = .io(operation: "skip to the range asked for (abandoned)", path: "", errno: ECANCELED)
                     return
                 }
                 await SkipPermits.shared.acquire()
+                if gone() {
+                    await SkipPermits.shared.release()
+                    continue
+                }
                 let done: Bool
                 do {
                     let budget = stepSize
