@@ -114,6 +114,26 @@ import Testing
         }
     }
 
+    /// An edit, then `stopSyncing(false)` straight away: the stop stops what the edit would
+    /// start, whichever of their two hops reaches the engine first (before, the edit's
+    /// hop coming second set its timer anyway); the next sync sends it.
+    @Test func aStopRightAfterAnEditStopsItsTimer() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, a) = try await h.downloadedDoc()
+            a.delayForSyncingLocalChanges = 0.1
+            for round in 0..<10 {
+                _ = try a.editableDocument.add(note("stopped \(round)", id: "s\(round)"))
+                a.stopSyncing(false)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let names = await log.names
+            #expect(begun(await log.events) == 0, "\(names)")
+            try await a.sync().result()
+            #expect(try await h.serverAnnotations("doc").count == 10)
+        }
+    }
+
     /// A new delay applies to the sync already due: a shorter one brings it forward, and
     /// turning syncing of local changes off withdraws it. (Before, the timer set with the
     /// old delay ran on: ten minutes, or a sync the app had just turned off.)

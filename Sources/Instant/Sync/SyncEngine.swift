@@ -41,15 +41,13 @@ actor SyncEngine {
     private var retryAttempt = 0
     /// Bumped for every retry set, so only the latest one acts.
     private var retryGeneration = 0
-    /// Bumped by ``stopSyncing(cancelCurrentRequest:)``: a cycle running then that fails
-    /// sets no retry (none fires after a stop), unless asked for since (a sync or a local
-    /// change that joined it: `cycleStops`).
+    /// Bumped by ``stopSyncing(cancelCurrentRequest:)``: a request waiting for a cancelled
+    /// cycle to end is withdrawn by a stop meanwhile.
     private var stops = 0
-    /// ``stops`` as of the running cycle's start, or of the last request that joined it.
-    private var cycleStops = 0
     /// The descriptor's stop request number as of the running cycle's start, or of the
     /// latest request (a sync, a local change) that joined it: a stop asked for after it
-    /// ends the cycle after its round in flight.
+    /// ends the cycle after its round in flight, and no retry follows a cycle it ended or
+    /// that failed after it (none fires after a stop).
     private var cycleAsked = 0
     /// The number of the last stop request followed that cancels the request in flight.
     private var lastCancellingStop = 0
@@ -95,9 +93,11 @@ actor SyncEngine {
     /// or the JWT was refused.
     func localChangesMade(afterStops requested: Int) {
         followStopRequests(through: requested)
+        // A stop asked for after every change this covers, and followed already (its hop
+        // came first), stops what they would start: as if this had come before it.
+        guard requested >= stopsFollowed else { return }
         if cycle != nil && !cycleCancelled {
             again = true
-            cycleStops = stops
             cycleAsked = max(cycleAsked, requested)
             return
         }
@@ -228,13 +228,11 @@ actor SyncEngine {
         let mark = asked ?? stopsFollowed
         if let cycle {
             again = true
-            cycleStops = stops
             cycleAsked = max(cycleAsked, mark)
             return await cycle.value
         }
         // The stops counted when the cycle is asked for (one that comes before it begins
         // running still stops its retry).
-        cycleStops = stops
         cycleAsked = mark
         let task = Task { await self.runCycle() }
         cycle = task
@@ -353,11 +351,13 @@ actor SyncEngine {
                 client.emit(.didFailAuthentication(descriptor))
             } else {
                 client.emit(.didFailSync(descriptor, error))
-                if !Task.isCancelled && stops == cycleStops { scheduleRetry(after: error) }
+                if !Task.isCancelled && stopsFollowed <= cycleAsked { scheduleRetry(after: error) }
             }
         case .failure(let error):
             client.emit(.didFailSync(descriptor, error))
-            if error.isRetryable && !Task.isCancelled && stops == cycleStops { scheduleRetry(after: error) }
+            if error.isRetryable && !Task.isCancelled && stopsFollowed <= cycleAsked {
+                scheduleRetry(after: error)
+            }
         }
         return result
     }
