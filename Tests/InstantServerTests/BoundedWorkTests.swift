@@ -131,6 +131,30 @@ import ServerTestSupport
         }
     }
 
+    /// A listener parked on a raw connection with `token`, and the answer to the next listen
+    /// with it (503 once the cap is reached). On a loaded machine the parked request may not
+    /// be in yet when the next one comes (which then takes the place itself): start over
+    /// with a new parked one, a few times.
+    private func parkedAndRefused(_ server: TestServer, token: String) async throws -> (
+        RawConnection, TestServer.Reply
+    ) {
+        var parked = try RawConnection(server)
+        var refused: TestServer.Reply?
+        for attempt in 1...8 {
+            if attempt > 1 {
+                parked.close()
+                parked = try RawConnection(server)
+            }
+            parked.send(
+                "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Token token=\"\(token)\"\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(300 * attempt))
+            refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
+            if refused?.status == 503 { break }
+        }
+        return (parked, try #require(refused))
+    }
+
     /// One token parks at most `maxListenersPerToken` listeners: past that, 503 for it, while
     /// another token still listens on the same layer. (A client listens once per layer; a
     /// token that parks polls it no longer waits for, on connections it left, cannot take
@@ -139,22 +163,8 @@ import ServerTestSupport
         try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerToken = 1 }) { server in
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d", user: "ana")
-            var parked = try RawConnection(server)
+            let (parked, refusal) = try await parkedAndRefused(server, token: token)
             defer { parked.close() }
-            var refused: TestServer.Reply?
-            for attempt in 1...8 {
-                if attempt > 1 {
-                    parked.close()
-                    parked = try RawConnection(server)
-                }
-                parked.send(
-                    "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
-                        + "Authorization: Token token=\"\(token)\"\r\n\r\n")
-                try await Task.sleep(for: .milliseconds(300 * attempt))
-                refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
-                if refused?.status == 503 { break }
-            }
-            let refusal = try #require(refused)
             #expect(refusal.status == 503 && refusal.errorCode == "serverBusy")
             let message = (try? refusal.json(ErrorBody.self))?.error.message ?? ""
             #expect(message.contains("this token"), "\(message)")
@@ -175,24 +185,7 @@ import ServerTestSupport
         try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerLayer = 1 }) { server in
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d")
-            // A listener parks on a raw connection; the next one is refused. On a loaded
-            // machine the parked request may not be in yet when the next one comes (which then
-            // takes the place itself): start over with a new parked one, a few times.
-            var parked = try RawConnection(server)
-            var refused: TestServer.Reply?
-            for attempt in 1...8 {
-                if attempt > 1 {
-                    parked.close()
-                    parked = try RawConnection(server)
-                }
-                parked.send(
-                    "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
-                        + "Authorization: Token token=\"\(token)\"\r\n\r\n")
-                try await Task.sleep(for: .milliseconds(300 * attempt))
-                refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
-                if refused?.status == 503 { break }
-            }
-            let refusal = try #require(refused)
+            let (parked, refusal) = try await parkedAndRefused(server, token: token)
             #expect(refusal.status == 503 && refusal.errorCode == "serverBusy")
             #expect(refusal.header("Retry-After") == "5")
             // Another layer has room of its own.
