@@ -3,6 +3,8 @@ import InstantProtocol
 import Testing
 import ServerTestSupport
 
+@testable import InstantServer
+
 /// The backend API in Document Engine's shape: documents, properties, layers, the
 /// annotation envelope and NDJSON, bulk writes, Instant JSON, streamed multipart.
 @Suite struct BackendRoutesTests {
@@ -193,8 +195,22 @@ import ServerTestSupport
                     body: fileFirst)
                 #expect(reply.status == 400, "\(type)")
             }
-            // The upload names are the server's own.
+            // The upload names are the server's own: neither uploaded to nor deleted.
             #expect(try await server.upload("\u{0}upload/x", pdf).status == 400)
+            #expect(try await server.api(.DELETE, "/documents/%00upload%2Fx").status == 400)
+            // A title longer than 4,096 bytes is refused before the PDF is read; a file's
+            // name taken as the title is cut to that, at a character.
+            let longTitle = try await server.request(
+                .POST, "/api/documents?document_id=long&title=" + String(repeating: "t", count: 4097),
+                headers: [
+                    ("Authorization", "Token token=\"\(TestServer.apiToken)\""), ("Content-Type", "application/pdf"),
+                ],
+                body: pdf)
+            #expect(longTitle.status == 400 && longTitle.errorCode == "invalidRequest")
+            #expect(
+                DocumentUpload.cut(String(repeating: "é", count: 3000), toBytes: 4096)
+                    == String(repeating: "é", count: 2048))
+            #expect(DocumentUpload.cut("short", toBytes: 4096) == "short")
             let documents = try await server.api(.GET, "/documents").json([String: [DocumentSummary]].self)["data"]
             #expect(documents?.map(\.document_id) == ["late-id"])
             #expect(storedPDFs(server.dataDirectory) == 1)

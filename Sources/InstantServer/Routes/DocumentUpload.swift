@@ -21,6 +21,10 @@ struct DocumentUpload {
         let limit = server.configuration.maxUploadSize
         var identifier = request.uri.queryParameters["document_id"].map(String.init)
         var title = request.uri.queryParameters["title"].map(String.init)
+        // Refused before a byte of the PDF is read, as the multipart field is.
+        if let title, title.utf8.count > Self.maximumTitleBytes {
+            throw ProtocolError(.invalidRequest, "the title is longer than \(Self.maximumTitleBytes) bytes")
+        }
         let upload = InstantServer.uploadPrefix + UUID().uuidString
         var reserved: String?
         let outcome = await Result { () async throws -> Response in
@@ -39,7 +43,8 @@ struct DocumentUpload {
                         guard file == nil else {
                             throw ProtocolError(.invalidRequest, "the multipart body has two \"file\" parts")
                         }
-                        if title == nil { title = part.filename }
+                        // A file's name as the title, cut to the longest title (at a character).
+                        if title == nil { title = part.filename.map { Self.cut($0, toBytes: Self.maximumTitleBytes) } }
                         file = try await ingest(upload, form.partBody())
                     case "document_id":
                         identifier = try await form.partValue("document_id", maximum: 1024)
@@ -68,6 +73,20 @@ struct DocumentUpload {
         if case .failure = outcome { _ = try? await server.releaseStoredDocument(upload) }
         if let reserved { await server.uploads.release(reserved) }
         return try outcome.get()
+    }
+
+    /// `text`, or its longest start of at most `bytes` UTF-8 bytes that ends at a character.
+    static func cut(_ text: String, toBytes bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var end = text.startIndex
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > bytes { break }
+            used += size
+            end = text.index(after: end)
+        }
+        return String(text[..<end])
     }
 
     /// Reserves `identifier` (or a generated one) for this upload: refused when the id is
