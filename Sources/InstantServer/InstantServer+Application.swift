@@ -12,10 +12,7 @@ extension InstantServer {
     ) -> some ApplicationProtocol {
         Application(
             router: router(),
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [PeerClosedWatcher()],
-                    idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "instant-server"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

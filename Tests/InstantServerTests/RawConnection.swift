@@ -61,17 +61,4 @@ final class RawConnection: @unchecked Sendable {
     }
 
     func close() { Glibc.close(fd) }
-
-    /// The connection's local port.
-    var localPort: Int {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Closes the sending side only (a FIN): the server can still answer.
-    func closeSending() { shutdown(fd, Int32(SHUT_WR)) }
 }

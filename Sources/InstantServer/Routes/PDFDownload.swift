@@ -61,13 +61,13 @@ struct PDFDownload {
 
     /// Each chunk is read from the store straight into the buffer that goes out.
     static func body(_ chunks: PDFChunks, length: Int, context: ServerContext) -> ResponseBody {
-        let (channel, peer) = (context.channel, PeerState.of(context.channel))
+        let channel = context.channel
         return ResponseBody(contentLength: length) { writer in
             var iterator = chunks.makeAsyncIterator()
             // A range far into the PDF: what comes before it is decompressed off the
             // cooperative pool (one request must not hold a thread every other one needs),
             // and not for a peer that hung up.
-            try await iterator.skipToRange { !channel.isActive || peer?.hasClosed == true }
+            try await iterator.skipToRange { !channel.isActive }
             while true {
                 var buffer = ByteBufferAllocator().buffer(capacity: PDFChunks.chunkSize)
                 let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: PDFChunks.chunkSize) {
