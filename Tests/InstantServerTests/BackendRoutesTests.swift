@@ -211,6 +211,9 @@ import ServerTestSupport
                 DocumentUpload.cut(String(repeating: "é", count: 3000), toBytes: 4096)
                     == String(repeating: "é", count: 2048))
             #expect(DocumentUpload.cut("short", toBytes: 4096) == "short")
+            // One character longer than the limit (a letter and 3,000 combining accents):
+            // nothing of it fits (the upload then has no title).
+            #expect(DocumentUpload.cut("e" + String(repeating: "\u{301}", count: 3000), toBytes: 4096).isEmpty)
             let documents = try await server.api(.GET, "/documents").json([String: [DocumentSummary]].self)["data"]
             #expect(documents?.map(\.document_id) == ["late-id"])
             #expect(storedPDFs(server.dataDirectory) == 1)

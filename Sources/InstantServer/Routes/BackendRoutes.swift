@@ -48,9 +48,7 @@ struct BackendRoutes {
     @Sendable func deleteDocument(_ request: Request, context: ServerContext) async throws -> Response {
         let identifier = try request.identifier("document", context: context)
         // An upload's own name (its PDF while it streams in) is no document: never released here.
-        guard !identifier.hasPrefix(InstantServer.uploadPrefix) else {
-            throw ProtocolError(.invalidRequest, "a document_id must not start with NUL followed by \"upload/\"")
-        }
+        try DocumentUpload.checkName(identifier)
         try await server.uploads.reserve(identifier)
         let outcome = await Result { () async throws -> Response in
             var found = true

@@ -21,10 +21,12 @@ struct DocumentUpload {
         let limit = server.configuration.maxUploadSize
         var identifier = request.uri.queryParameters["document_id"].map(String.init)
         var title = request.uri.queryParameters["title"].map(String.init)
-        // Refused before a byte of the PDF is read, as the multipart field is.
+        // Refused before a byte of the PDF is read, as the multipart fields are (a
+        // document_id in the query is otherwise checked only once a multipart body is in).
         if let title, title.utf8.count > Self.maximumTitleBytes {
             throw ProtocolError(.invalidRequest, "the title is longer than \(Self.maximumTitleBytes) bytes")
         }
+        if let identifier { try Self.checkName(identifier) }
         let upload = InstantServer.uploadPrefix + UUID().uuidString
         var reserved: String?
         let outcome = await Result { () async throws -> Response in
@@ -44,7 +46,11 @@ struct DocumentUpload {
                             throw ProtocolError(.invalidRequest, "the multipart body has two \"file\" parts")
                         }
                         // A file's name as the title, cut to the longest title (at a character).
-                        if title == nil { title = part.filename.map { Self.cut($0, toBytes: Self.maximumTitleBytes) } }
+                        if title == nil {
+                            title = part.filename.map { Self.cut($0, toBytes: Self.maximumTitleBytes) }
+                            // (A first character longer than that leaves no title.)
+                            if title?.isEmpty == true { title = nil }
+                        }
                         file = try await ingest(upload, form.partBody())
                     case "document_id":
                         identifier = try await form.partValue("document_id", maximum: 1024)
@@ -75,6 +81,15 @@ struct DocumentUpload {
         return try outcome.get()
     }
 
+    /// Throws unless `identifier` may name a document: not too long or otherwise refused,
+    /// and not one of the server's upload names.
+    static func checkName(_ identifier: String) throws {
+        try checkIdentifier(identifier, "document_id")
+        guard !identifier.hasPrefix(InstantServer.uploadPrefix) else {
+            throw ProtocolError(.invalidRequest, "a document_id must not start with NUL followed by \"upload/\"")
+        }
+    }
+
     /// `text`, or its longest start of at most `bytes` UTF-8 bytes that ends at a character.
     static func cut(_ text: String, toBytes bytes: Int) -> String {
         guard text.utf8.count > bytes else { return text }
@@ -93,10 +108,7 @@ struct DocumentUpload {
     /// too long or reserved, taken, or being uploaded or deleted by another request.
     private func reserve(_ identifier: String?) async throws -> String {
         let identifier = identifier ?? UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try checkIdentifier(identifier, "document_id")
-        guard !identifier.hasPrefix(InstantServer.uploadPrefix) else {
-            throw ProtocolError(.invalidRequest, "a document_id must not start with NUL followed by \"upload/\"")
-        }
+        try Self.checkName(identifier)
         try await server.uploads.reserve(identifier)
         do {
             if try await server.database.document(identifier) != nil {
