@@ -14,19 +14,19 @@ actor SyncEngine {
     var descriptor: InstantDocumentDescriptor? { owner.value }
     let api: ServerAPI
 
-    private var cycle: Task<Result<Void, InstantError>, Never>?
+    private(set) var cycle: Task<Result<Void, InstantError>, Never>?
     /// The running cycle was cancelled (`stopSyncing(true)`): a sync asked for since is not
     /// joined to it (it ends with the cancellation), but starts a new cycle once it ends.
-    private var cycleCancelled = false
+    private(set) var cycleCancelled = false
     /// How many of the descriptor's stop requests (``InstantDocumentDescriptor/stopRequests``)
     /// have been followed; also readable outside the actor (``stopsFollowedCount``).
-    private var stopsFollowed = 0
+    private(set) var stopsFollowed = 0
     /// ``stopsFollowed``, published once the stops it counts have acted (their timer
     /// cancelled): a local change that reads it there may count on a timer still set.
     nonisolated let stopsFollowedCount = Atomic<Int>(0)
     /// Another round was asked for while one ran.
-    private var again = false
-    private var autoSync: Task<Void, Never>? {
+    var again = false
+    var autoSync: Task<Void, Never>? {
         didSet { autoSyncArmed.store(autoSync != nil, ordering: .sequentiallyConsistent) }
     }
     /// An auto-sync timer is set: a sync will start by itself, and read every change made
@@ -36,8 +36,8 @@ actor SyncEngine {
     nonisolated let autoSyncArmed = Atomic<Bool>(false)
     /// When the auto-sync timer was set (for a new delay to count from); kept while it is
     /// withdrawn by turning syncing of local changes off, until a cycle or a stop.
-    private var autoSyncSetAt: ContinuousClock.Instant?
-    private var retry: Task<Void, Never>?
+    var autoSyncSetAt: ContinuousClock.Instant?
+    private(set) var retry: Task<Void, Never>?
     private var retryAttempt = 0
     /// Bumped for every retry set, so only the latest one acts.
     private var retryGeneration = 0
@@ -48,7 +48,7 @@ actor SyncEngine {
     /// latest request (a sync, a local change) that joined it: a stop asked for after it
     /// ends the cycle after its round in flight, and no retry follows a cycle it ended or
     /// that failed after it (none fires after a stop).
-    private var cycleAsked = 0
+    var cycleAsked = 0
     /// The number of the last stop request followed that cancels the request in flight.
     private var lastCancellingStop = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
@@ -86,65 +86,6 @@ actor SyncEngine {
     func syncResult(afterStops requested: Int) async -> Result<Void, InstantError> {
         followStopRequests(through: requested)
         return await startCycle(askedAfterStop: requested)
-    }
-
-    /// A local change was made, after the descriptor's stop request number `requested`
-    /// (followed first): sync after the descriptor's delay, unless syncing local changes is disabled
-    /// or the JWT was refused.
-    func localChangesMade(afterStops requested: Int) {
-        followStopRequests(through: requested)
-        // A stop asked for after every change this covers, and followed already (its hop
-        // came first), stops what they would start: as if this had come before it.
-        guard requested >= stopsFollowed else { return }
-        if cycle != nil && !cycleCancelled {
-            again = true
-            cycleAsked = max(cycleAsked, requested)
-            return
-        }
-        guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil else { return }
-        let delay = descriptor.delayForSyncingLocalChanges
-        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
-        // Longer than a day means never, in practice (and stays clear of overflow). A timer
-        // withdrawn (syncing of local changes turned off, then on) keeps its time.
-        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: autoSyncSetAt ?? .now)
-    }
-
-    /// The descriptor's delay changed: a timer set with the old one is set again with the
-    /// new one, counted from when it was set. Turned off, the timer is withdrawn but its
-    /// time kept: turned on again (the order of quick changes is the app's), it is set
-    /// again, unless a cycle or a stop came in between.
-    func delayChanged() {
-        guard let descriptor, let set = autoSyncSetAt else { return }
-        autoSync?.cancel()
-        autoSync = nil
-        let delay = descriptor.delayForSyncingLocalChanges
-        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
-        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: set)
-    }
-
-    /// Sets the auto-sync timer to fire `delay` after `setAt`.
-    private func armAutoSync(after delay: Duration, setAt: ContinuousClock.Instant) {
-        autoSyncSetAt = setAt
-        let deadline = setAt + delay
-        autoSync = Task {
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            await self.autoSyncFired()
-        }
-    }
-
-    private func autoSyncFired() async {
-        // A cancelled timer's handle was cleared by whoever cancelled it (and one is set
-        // only while none is), so a timer that was not cancelled is the current one. It
-        // lets go of it first, always: a handle kept here would stop every later local
-        // change from setting a timer (and, with the armed flag, from telling the engine).
-        guard !Task.isCancelled else { return }
-        autoSync = nil
-        autoSyncSetAt = nil
-        // A pending retry starts the cycle itself; a refused JWT waits for a new one.
-        // Otherwise sync, even if a cycle ran since the timer was set: changes made after
-        // it read them counted on this timer.
-        guard retry == nil, !awaitingAuthentication else { return }
-        _ = await startCycle()
     }
 
     /// Stops syncing: no timer or retry fires; with `cancelCurrentRequest`, the running
@@ -206,7 +147,7 @@ actor SyncEngine {
     /// Starts a cycle, or joins the running one. `askedAfterStop`: a sync the app asked for
     /// after that many stops, which a cancelling stop the app asked for after it withdraws;
     /// nil: the engine's own (the auto-sync timer, a retry), which any stop withdraws.
-    private func startCycle(askedAfterStop asked: Int? = nil) async -> Result<Void, InstantError> {
+    func startCycle(askedAfterStop asked: Int? = nil) async -> Result<Void, InstantError> {
         // A cancelled cycle ends with its cancellation: waited for, not joined.
         let stopsBefore = stops
         while let cancelled = cycle, cycleCancelled {
