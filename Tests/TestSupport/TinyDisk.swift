@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 #if canImport(Glibc)
     import Glibc
@@ -81,13 +82,16 @@ public struct TinyDisk: Sendable {
         try? FileManager.default.removeItem(at: path)
     }
 
-    private static func run(_ tool: String, _ arguments: [String]) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+    /// Runs `tool` and waits for it; whether it exited 0. (Not Foundation's `Process`: its
+    /// `run()` in Swift 6.3.1 reads past a buffer now and then and crashes the test
+    /// process: swift-corelibs-foundation PR 5472.)
+    public static func run(_ tool: String, _ arguments: [String]) throws -> Bool {
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        let process = try SpawnedProcess(tool, arguments, standardError: null >= 0 ? null : 2)
+        while true {
+            if let ending = process.ending { return ending == .init(status: 0) }
+            usleep(2_000)
+        }
     }
 }
