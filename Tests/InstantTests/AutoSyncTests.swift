@@ -120,13 +120,13 @@ import Testing
     @Test func aStopRightAfterAnEditStopsItsTimer() async throws {
         try await ClientHarness.with { h in
             let (_, log, a) = try await h.downloadedDoc()
-            a.delayForSyncingLocalChanges = 0.1
+            a.delayForSyncingLocalChanges = 0.5
             for round in 0..<10 {
                 _ = try a.editableDocument.add(note("stopped \(round)", id: "s\(round)"))
                 a.stopSyncing(false)
                 try await Task.sleep(for: .milliseconds(20))
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(1200))
             let names = await log.names
             #expect(begun(await log.events) == 0, "\(names)")
             try await a.sync().result()

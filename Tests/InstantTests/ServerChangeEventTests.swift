@@ -230,6 +230,30 @@ import Testing
         }
     }
 
+    /// A server change heard while a cycle runs after `stopSyncing(false)`: the sync it
+    /// asks for (its poll began before the stop) does not revive the cycle the stop ends
+    /// after its round; the change left waits for the next sync.
+    @Test func aServerChangeDoesNotReviveACycleAStopEnds() async throws {
+        try await withListeningToDoc { h, _, descriptor in
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("first", id: "1"))
+            h.proxy.holdNextRequest(to: "POST /i/v1/documents/doc/sync")
+            let running = descriptor.sync()
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try descriptor.editableDocument.add(note("second", id: "2"))
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(50))
+            try await h.createOnServer(["s"])
+            try await Task.sleep(for: .milliseconds(300))
+            h.proxy.releaseHeldRequest()
+            #expect(await failure(of: running)?.code == .requestFailed)
+            try await Task.sleep(for: .seconds(1))
+            #expect(Set(try await h.serverAnnotations("doc").map(\.id)) == ["1", "s"], "no round after the stop")
+            try await descriptor.sync().result()
+            #expect(try await h.serverAnnotations("doc").count == 3)
+        }
+    }
+
     /// What no wait mends (here the server refusing this client's protocol version) ends
     /// listening, reported once, rather than a poll every minute for good.
     @Test func listeningEndsOnARefusalNoWaitMends() async throws {

@@ -412,6 +412,40 @@ import Testing
         }
     }
 
+    /// Changes made while a JWT is awaited, after a `stopSyncing(false)`, are sent once the
+    /// reauthentication succeeds, even when the sync it ends with fails (the stop, asked
+    /// for after that sync, keeps it from being retried): they set a timer of their own.
+    @Test func changesMadeWhileAJWTIsAwaitedAreSentAfterReauthentication() async throws {
+        try await ClientHarness.with { h in
+            try await h.server.upload("doc", samplePDF())
+            let first = try h.client()
+            _ = try await h.downloaded(first, "doc")
+            // After a restart: no JWT; the first sync asks for one.
+            let client = try h.client()
+            let log = await EventLog.recording(client)
+            let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            descriptor.delayForSyncingLocalChanges = 0.2
+            #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
+            // The reauthentication's check waits at the proxy meanwhile.
+            h.proxy.holdNextRequest(to: "GET /i/v1/documents/doc/listen")
+            descriptor.reauthenticate(withJWT: try await h.jwt("doc"))
+            while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            descriptor.stopSyncing(false)
+            try await Task.sleep(for: .milliseconds(50))
+            try descriptor.editableDocument.add(note("made while the JWT was awaited", id: "w"))
+            h.proxy.answerNextRequest(to: "POST /i/v1/documents/doc/sync", status: "503 Service Unavailable")
+            h.proxy.releaseHeldRequest()
+            try await log.wait("the reauthentication") {
+                $0.contains { if case .didFinishReauthentication = $0 { true } else { false } }
+            }
+            for _ in 0..<500 where try await h.serverAnnotations("doc").isEmpty {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let names = await log.names
+            #expect(try await h.serverAnnotations("doc").map(\.id) == ["w"], "\(names)")
+        }
+    }
+
     @Test func anAuthenticationFailureWaitsForReauthentication() async throws {
         try await ClientHarness.with { h in
             try await h.server.upload("doc", samplePDF())

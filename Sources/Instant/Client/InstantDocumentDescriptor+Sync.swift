@@ -91,7 +91,11 @@ extension InstantDocumentDescriptor {
                 try self.check(jwt)
                 try await self.verify(jwt, with: client.api)
                 self.update(jwt: jwt)
-                await engine.authenticated()
+                let waited = await engine.authenticated()
+                // Changes made while the JWT was awaited found no timer to set (and a stop
+                // asked for since withdraws or ends the sync below): they set one now, as
+                // after a download.
+                if waited, (try? self.openLayer().pendingChangeCount()) ?? 0 > 0 { self.localChangesMade() }
                 await done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()

@@ -71,6 +71,7 @@ extension SyncEngine {
         var quickAnswers = 0
         // The server could not be reached: reported once, and a sync follows the outage.
         var outage = false
+        var stopsBeforePoll = descriptor?.stopsAsked ?? 0
         // A descriptor without a JWT (from the store, after a restart) asks for one once.
         var askedForJWT = false
         while !Task.isCancelled {
@@ -100,6 +101,9 @@ extension SyncEngine {
             let changed: Bool
             do {
                 let meta = try descriptor.openLayer().metadata()
+                // The stops asked for before the poll: one asked for while it waits stops the
+                // sync it ends with (withdrawn, or ended after its round), as it would a timer's.
+                stopsBeforePoll = descriptor.stopsAsked
                 let asked = ContinuousClock.now
                 let answer = try await api.listen(
                     document: descriptor.identifier, jwt: jwt, revision: meta.lastServerRevision, epoch: meta.epoch,
@@ -149,7 +153,7 @@ extension SyncEngine {
                 descriptor.layerRemovals.load(ordering: .sequentiallyConsistent) == removals
             else { continue }
             do {
-                try await sync()
+                try await syncResult(afterStops: stopsBeforePoll).get()
                 failures = 0
             } catch {
                 // The cycle reported it. Wait before listening again: the server is ahead
