@@ -89,8 +89,14 @@ public struct TinyDisk: Sendable {
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { if null >= 0 { close(null) } }
         let process = try SpawnedProcess(tool, arguments, standardError: null >= 0 ? null : 2)
+        // A tool stuck for a minute (a mount that hangs) fails rather than hang the run.
+        let deadline = Date().addingTimeInterval(60)
         while true {
             if let ending = process.ending { return ending == .init(status: 0) }
+            if Date() > deadline {
+                process.signal(SIGKILL)
+                return false
+            }
             usleep(2_000)
         }
     }
