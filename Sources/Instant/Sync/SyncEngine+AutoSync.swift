@@ -17,12 +17,11 @@ extension SyncEngine {
             cycleAsked = max(cycleAsked, requested)
             return
         }
-        guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil else { return }
-        let delay = descriptor.delayForSyncingLocalChanges
-        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
-        // Longer than a day means never, in practice (and stays clear of overflow). A timer
-        // withdrawn (syncing of local changes turned off, then on) keeps its time.
-        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: autoSyncSetAt ?? .now)
+        guard let descriptor, !awaitingAuthentication, autoSync == nil, retry == nil,
+            let delay = Self.autoSyncDelay(descriptor)
+        else { return }
+        // A timer withdrawn (syncing of local changes turned off, then on) keeps its time.
+        armAutoSync(after: delay, setAt: autoSyncSetAt ?? .now)
     }
 
     /// The descriptor's delay changed: a timer set with the old one is set again with the
@@ -33,9 +32,17 @@ extension SyncEngine {
         guard let descriptor, let set = autoSyncSetAt else { return }
         autoSync?.cancel()
         autoSync = nil
+        guard let delay = Self.autoSyncDelay(descriptor) else { return }
+        armAutoSync(after: delay, setAt: set)
+    }
+
+    /// The descriptor's delay for syncing after local changes, or nil when that is off
+    /// (``InstantSyncingLocalChangesDisabled``, or a value no timer can take). Longer than a
+    /// day means never, in practice (and stays clear of overflow).
+    private static func autoSyncDelay(_ descriptor: InstantDocumentDescriptor) -> Duration? {
         let delay = descriptor.delayForSyncingLocalChanges
-        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return }
-        armAutoSync(after: .milliseconds(Int64(min(delay, 86_400) * 1000)), setAt: set)
+        guard delay != InstantSyncingLocalChangesDisabled, delay.isFinite, delay >= 0 else { return nil }
+        return .milliseconds(Int64(min(delay, 86_400) * 1000))
     }
 
     /// Sets the auto-sync timer to fire `delay` after `setAt`.
