@@ -67,7 +67,7 @@ struct PDFDownload {
             // A range far into the PDF: what comes before it is decompressed off the
             // cooperative pool (one request must not hold a thread every other one needs),
             // and not for a peer that hung up.
-            try await iterator.skipToRange { !channel.isActive }
+            await iterator.skipToRange { !channel.isActive }
             while true {
                 var buffer = ByteBufferAllocator().buffer(capacity: PDFChunks.chunkSize)
                 let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: PDFChunks.chunkSize) {

@@ -86,39 +86,38 @@ public struct PDFChunks: AsyncSequence, Sendable {
         /// them at a time in the process (others wait their turn), and ends before the
         /// first step after the calling task is cancelled or `abandoned` answers true (a
         /// peer that hung up): the next read then fails.
-        public mutating func skipToRange(abandoned: @escaping @Sendable () -> Bool = { false }) async throws(StoreError)
-        {
+        public mutating func skipToRange(abandoned: @escaping @Sendable () -> Bool = { false }) async {
             guard let reader, failure == nil, reader.needsSkip else { return }
             let handoff = Handoff(reader)
             let gone = { Task.isCancelled || abandoned() }
-            while true {
-                if gone() {
-                    failure = .io(operation: "skip to the range asked for (abandoned)", path: "", errno: ECANCELED)
-                    return
-                }
+            while !gone() {
                 await SkipPermits.shared.acquire()
                 if gone() {
                     await SkipPermits.shared.release()
-                    continue
+                    break
                 }
-                let done: Bool
+                let budget = stepSize
+                let step: Result<Bool, any Error>
                 do {
-                    let budget = stepSize
-                    done = try await Offload.run { try handoff.value.skipStep(budget: budget) }
-                } catch let error as StoreError {
-                    await SkipPermits.shared.release()
+                    step = .success(try await Offload.run { try handoff.value.skipStep(budget: budget) })
+                } catch {
+                    step = .failure(error)
+                }
+                await SkipPermits.shared.release()
+                switch step {
+                case .success(true): return
+                case .success(false): continue
+                case .failure(let error as StoreError):
                     if case .corruptBlob = error { foundCorrupt() }
                     failure = error
                     return
-                } catch {
-                    await SkipPermits.shared.release()
+                case .failure(let error):
                     // (Unreached: the skip throws store errors alone.)
                     failure = .io(operation: "read the PDF: \(error)", path: "", errno: EIO)
                     return
                 }
-                await SkipPermits.shared.release()
-                if done { return }
             }
+            failure = .io(operation: "skip to the range asked for (abandoned)", path: "", errno: ECANCELED)
         }
 
         /// One step of `reader`, after the failure of its opening if there was one; a
