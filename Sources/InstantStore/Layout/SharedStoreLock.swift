@@ -27,14 +27,10 @@ final class SharedStoreLock: Sendable {
 
     private let state: Mutex<State>
 
-    private init(_ file: POSIXFile) { state = Mutex(State(file: file, shares: 0)) }
+    private init(_ file: POSIXFile) { state = Mutex(State(file: file, shares: 1)) }
 
     /// The first share of `file`, locked shared already.
-    static func share(_ file: POSIXFile) -> Share {
-        let lock = SharedStoreLock(file)
-        lock.state.withLock { $0.shares = 1 }
-        return Share(lock)
-    }
+    static func share(_ file: POSIXFile) -> Share { Share(SharedStoreLock(file)) }
 
     private func join() -> Share? {
         let joined = state.withLock { state -> Bool in
