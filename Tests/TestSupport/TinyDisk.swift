@@ -85,7 +85,7 @@ public struct TinyDisk: Sendable {
     /// Runs `tool` and waits for it; whether it exited 0. (Not Foundation's `Process`: its
     /// `run()` in Swift 6.3.1 reads past a buffer now and then and crashes the test
     /// process: swift-corelibs-foundation PR 5472.)
-    public static func run(_ tool: String, _ arguments: [String]) throws -> Bool {
+    private static func run(_ tool: String, _ arguments: [String]) throws -> Bool {
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { if null >= 0 { close(null) } }
         let process = try SpawnedProcess(tool, arguments, standardError: null >= 0 ? null : 2)
