@@ -17,10 +17,13 @@ final class FaultProxy: @unchecked Sendable {
     private let lock = NSLock()
     private var bytesDown = 0
     private var refusing = false
-    private var loseNext: String?
+    private var loseNext: (prefix: String, times: Int)?
     /// The next request starting with `.prefix` is not forwarded: `.response` answers it.
     private var answerNext: (prefix: String, containing: String?, response: String, times: Int)?
     private var answered = 0
+    /// The next requests starting with `.prefix` are not forwarded: their connection closes.
+    private var closeNext: (prefix: String, times: Int)?
+    private var closedUnanswered = 0
     private var cutNextAfter: Int?
     /// Connections to close at once after the next cut (a server restarting).
     private var refuseAfterCut = 0
@@ -74,7 +77,12 @@ final class FaultProxy: @unchecked Sendable {
 
     /// The next request starting with `prefix` (such as `"POST /i/v1/documents/d/sync"`)
     /// reaches the server, and its whole response is thrown away: the connection closes.
-    func loseNextResponse(to prefix: String) { lock.withLock { loseNext = prefix } }
+    /// The client sends a request whose connection closed before any answer once more at
+    /// once (a kept-alive connection's race): `times: 2` loses that copy's answer too, so
+    /// that the request fails and a later round sends it again.
+    func loseNextResponse(to prefix: String, times: Int = 1) {
+        lock.withLock { loseNext = times > 0 ? (prefix, times) : nil }
+    }
 
     /// Answers the next request (the next `times` requests) whose head starts with `prefix`
     /// (and holds `containing`, a header say, when given) with `status` and `body` (and
@@ -89,6 +97,16 @@ final class FaultProxy: @unchecked Sendable {
         for header in headers { head += header + "\r\n" }
         lock.withLock { answerNext = times > 0 ? (prefix, containing, head + "\r\n" + body, times) : nil }
     }
+
+    /// Closes the connection of the next request (the next `times` requests) whose head
+    /// starts with `prefix`, without forwarding or answering it: a server or a load balancer
+    /// that closes an idle kept-alive connection just as the client sends on it.
+    func closeNextRequest(to prefix: String, times: Int = 1) {
+        lock.withLock { closeNext = times > 0 ? (prefix, times) : nil }
+    }
+
+    /// How many requests were closed unanswered that way.
+    var requestsClosedUnanswered: Int { lock.withLock { closedUnanswered } }
 
     /// The next request whose head starts with `prefix` waits in the proxy, before it
     /// reaches the server, until ``releaseHeldRequest()`` (one request per proxy).
@@ -204,9 +222,19 @@ final class FaultProxy: @unchecked Sendable {
                     return hold.release
                 }
                 held?.wait()
+                let close = lock.withLock { () -> Bool in
+                    guard let close = closeNext, head.hasPrefix(close.prefix) else { return false }
+                    closeNext = close.times > 1 ? (close.prefix, close.times - 1) : nil
+                    closedUnanswered += 1
+                    return true
+                }
+                if close {
+                    shutdown(client, Int32(SHUT_RDWR))
+                    break
+                }
                 let canned = lock.withLock { () -> String? in
-                    if let prefix = loseNext, head.hasPrefix(prefix) {
-                        loseNext = nil
+                    if let lose = loseNext, head.hasPrefix(lose.prefix) {
+                        loseNext = lose.times > 1 ? (lose.prefix, lose.times - 1) : nil
                         connection.lock.withLock { connection.loseResponse = true }
                     }
                     guard let answer = answerNext, head.hasPrefix(answer.prefix),

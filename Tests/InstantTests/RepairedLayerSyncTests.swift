@@ -25,9 +25,9 @@ import Testing
                 let descriptor = try await h.downloaded(client, "doc", user: "ana")
                 try descriptor.editableDocument.add(note("mine, first", id: "x"))
                 // The server applies the change; its answer never arrives.
-                h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync")
+                h.proxy.loseNextResponse(to: "POST /i/v1/documents/doc/sync", times: 2)
                 #expect(await failure(of: descriptor.sync()) != nil)
-                #expect(h.proxy.responsesLost == 1)
+                #expect(h.proxy.responsesLost == 2)
                 let store = try InstantStore(root: h.root)
                 let layer = try store.openLayer(
                     tenant: TenantURL(h.proxy.url.absoluteString), document: "doc", layer: "")

@@ -69,7 +69,7 @@ import Testing
                     .POST, "/documents/doc/annotations", json: String(decoding: body.jsonData(), as: UTF8.self)
                 ).status < 300)
             // The first page comes with the sync's answer; the next page's answer is lost.
-            h.proxy.loseNextResponse(to: "GET /i/v1/documents/doc/changes")
+            h.proxy.loseNextResponse(to: "GET /i/v1/documents/doc/changes", times: 2)
             #expect(await failure(of: descriptor.sync()) != nil)
             let first = await log.receivedChanges.map(\.annotationID)
             #expect(first == ["s0", "s1"])

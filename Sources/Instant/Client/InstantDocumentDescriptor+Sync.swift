@@ -24,8 +24,10 @@ extension InstantDocumentDescriptor {
 
     /// Stops syncing local changes by itself and any retry waiting. A running cycle sends
     /// no further request: without `cancelCurrentRequest` the one in flight is let finish
-    /// (and the cycle ends after it); with it, that request is cancelled too (the server
-    /// may have applied it: the next sync sends it again, and it is not applied twice).
+    /// (and the cycle ends after it; a request whose connection closed before any answer
+    /// is sent once more at once, as every request is); with it, that request is cancelled
+    /// too (the server may have applied it: the next sync sends it again, and it is not
+    /// applied twice).
     public func stopSyncing(_ cancelCurrentRequest: Bool) {
         let engine = engine
         let stop = stopRequests.withLock { $0.add(cancelling: cancelCurrentRequest) }

@@ -73,7 +73,7 @@ struct ServerAPI: Sendable {
         do {
             // No overall deadline: a large PDF takes as long as it takes. The client's read
             // timeout ends a transfer that stalls.
-            response = try await http.execute(request, deadline: .distantFuture)
+            response = try await send(request, deadline: .distantFuture)
         } catch {
             throw APIFailure.network(Self.describe(error))
         }
@@ -82,6 +82,32 @@ struct ServerAPI: Sendable {
     }
 
     // MARK: Plumbing
+
+    /// Sends `request` and returns once the answer's head is in. A connection that closes
+    /// before any answer is sent to again, once, at once: a server (or a proxy, a load
+    /// balancer) may close an idle kept-alive connection just as the pool hands it out for
+    /// the next request (RFC 9112 §9.3.1; async-http-client does not retry it, issue 715).
+    /// Every request of the protocol may be sent twice: the reads are GETs, and a sync is
+    /// idempotent (its changes carry ids the server answers again from its ledger).
+    private func send(_ request: HTTPClientRequest, deadline: NIODeadline) async throws -> HTTPClientResponse {
+        do {
+            return try await http.execute(request, deadline: deadline)
+        } catch  where Self.isCloseBeforeAnswer(error) {
+            // Not after a cancellation (stopSyncing(true), a download cancelled): the pool
+            // learns of it only later, and could have sent the copy meanwhile.
+            try Task.checkCancellation()
+            return try await http.execute(request, deadline: deadline)
+        }
+    }
+
+    /// The connection closed (or was reset) with the request sent and no answer begun.
+    /// (Not a connection refused, a timeout or a cancellation: those are not a race with
+    /// an idle close, and a second try at once would meet the same.)
+    static func isCloseBeforeAnswer(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError { return error == .remoteConnectionClosed }
+        if let error = error as? IOError { return [ECONNRESET, EPIPE].contains(error.errnoCode) }
+        return false
+    }
 
     private func json<T: JSONRepresentable>(
         _ method: HTTPMethod, _ document: String, _ endpoint: String, query: [String: String?], jwt: String,
@@ -95,7 +121,7 @@ struct ServerAPI: Sendable {
         let bytes: ByteBuffer
         let response: HTTPClientResponse
         do {
-            response = try await http.execute(request, timeout: deadline ?? requestTimeout)
+            response = try await send(request, deadline: .now() + (deadline ?? requestTimeout))
             if response.status.code >= 400 { throw await Self.refusal(response) }
             bytes = try await response.body.collect(upTo: maxResponseBytes)
         } catch let failure as APIFailure {
@@ -192,6 +218,7 @@ struct ServerAPI: Sendable {
             let text = String(cString: strerror(error.errnoCode))
             return text.prefix(1).lowercased() + text.dropFirst() + " (errno \(error.errnoCode))"
         }
+        if error is CancellationError { return "cancelled" }
         guard let error = error as? HTTPClientError else { return String(describing: error) }
         switch error {
         case .connectTimeout: return "no connection within the connect timeout"
