@@ -14,7 +14,9 @@ public enum InstantDocumentState: String, Sendable, CaseIterable {
     case sendingChanges
     /// A sync cycle is applying the server's answer.
     case receivingChanges
-    /// Unusable: corrupt, or removed from under the descriptor. Get a new descriptor.
+    /// Unusable: its data is corrupt (`download(usingJWT:)` fetches a damaged PDF again;
+    /// a damaged layer needs `removeLocalStorage()` first), or the client removed its
+    /// document or all its storage, or was released (get a new descriptor).
     case invalid
 }
 

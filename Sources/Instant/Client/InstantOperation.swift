@@ -1,7 +1,8 @@
 import Foundation
 
 /// Work a descriptor started (a download, a sync): wait for it, or cancel it. Its outcome
-/// is also reported through the client's events, whether anyone waits or not.
+/// is also reported through the client's events, whether anyone waits or not (but for a
+/// sync that a `stopSyncing(true)` withdrew before its cycle began: none ran to report).
 ///
 /// ```swift
 /// try await descriptor.download(usingJWT: jwt).result()
