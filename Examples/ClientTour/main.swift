@@ -4,9 +4,11 @@
 //   swift run client-tour --server http://127.0.0.1:5000 --api-token TOKEN --jwt JWT [--pdf FILE]
 //
 // It uploads a PDF for the JWT's document (through the server's API), then: a client and a
-// descriptor for the JWT, the download (with progress), an annotation added offline, a
-// sync, a second client (its own store) listening and seeing a change of the first, and a
-// re-download after removeLocalStorage() that moves no PDF byte. Each store is a
+// descriptor for the JWT, the download (with its progress), an annotation added offline, a
+// sync, a second client (its own store) listening and seeing a change of the first, a
+// restart (the stored descriptor has no JWT: its sync asks for one, reauthenticate gives
+// it), a re-download after removeLocalStorage() that moves no PDF byte, and the removal of
+// the document's local storage and of the cache entries nothing uses. Each store is a
 // temporary directory, removed at the end (a step that throws leaves them, named
 // client-tour-*, in the temporary directory).
 import AsyncHTTPClient
@@ -66,8 +68,13 @@ print("  \(descriptor), state \(descriptor.documentState)")
 
 step("download(usingJWT:)")
 let download = try descriptor.download(usingJWT: jwt)
+// A Foundation Progress: watch fractionCompleted, or cancel() it to cancel the download.
+let progress = descriptor.downloadProgress
 try await download.result()
 print("  state \(descriptor.documentState), PDF bytes moved: \(descriptor.lastDownload?.pdfBytesTransferred ?? 0)")
+if let progress {
+    print("  downloadProgress: \(Int(progress.fractionCompleted * 100))%, finished \(progress.isFinished)")
+}
 
 step("editableDocument.add(_:) — offline, durable when it returns")
 let note: JSONValue = [
@@ -106,12 +113,47 @@ if case .string(let text) = try view.annotation(withID: added.id)?.content["text
 }
 listener.stopListeningForServerChanges()
 
+step("after a restart: localDocumentDescriptors() (JWTs are never stored), a sync, reauthenticate(withJWT:)")
+let restarted = try InstantClient(serverURL: server, storeRoot: rootA)
+guard let stored = try restarted.localDocumentDescriptors()[claims.documentID]?.first else {
+    print("  the store lists no descriptor for \"\(claims.documentID)\"")
+    exit(1)
+}
+print("  \(stored), state \(stored.documentState)")
+let restartedEvents = restarted.events()
+// As on iOS after launch, the first sync reports didFailAuthentication: the app asks its
+// server for a JWT and gives it (here, the same one).
+do {
+    try await stored.sync().result()
+} catch {
+    print("  sync(): \(error)")
+}
+stored.reauthenticate(withJWT: jwt)
+reauthentication: for await event in restartedEvents {
+    switch event {
+    case .didFailAuthentication: print("  event: didFailAuthentication")
+    case .didFinishReauthentication:
+        print("  event: didFinishReauthentication (the app may keep the JWT now, in its keychain)")
+        break reauthentication
+    case .didFailReauthentication(_, let error):
+        print("  event: didFailReauthentication: \(error)")
+        exit(1)
+    default: continue
+    }
+}
+
 step("removeLocalStorage(), then download again: the PDF is still in the store")
 try descriptor.removeLocalStorage()
 print("  state \(descriptor.documentState)")
 try await descriptor.download(usingJWT: jwt).result()
 print("  state \(descriptor.documentState), PDF bytes moved: \(descriptor.lastDownload?.pdfBytesTransferred ?? 0)")
 
+step("removeLocalStorage(forDocumentIdentifier:), then removeUnreferencedCacheEntries()")
+try client.removeLocalStorage(forDocumentIdentifier: claims.documentID)
+print("  the descriptor is \(descriptor.documentState) (get a new one to download again)")
+let purged = try client.removeUnreferencedCacheEntries()
+print("  cache entries purged: \(purged.sorted()), left: \(try client.listCacheEntries().count)")
+
 events.cancel()
-withExtendedLifetime((client, other)) {}
+withExtendedLifetime((client, other, restarted)) {}
 print("\ndone")
