@@ -41,19 +41,7 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 @discardableResult
-func shell(_ command: String, in directory: String? = nil) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = ["-c", command]
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw NSError(domain: command, code: Int(process.terminationStatus)) }
-    return String(decoding: output, as: UTF8.self)
-}
+func shell(_ command: String) throws -> String { try ShellOutput.run(command) }
 
 /// Bytes made one MiB at a time as they are asked for, like a network body.
 struct Body: AsyncSequence, Sendable {
