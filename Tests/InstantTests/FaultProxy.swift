@@ -32,6 +32,8 @@ final class FaultProxy: @unchecked Sendable {
     private var flipNextAt: Int?
     private var sockets: Set<Int32> = []
     private var holdNext: (prefix: String, release: DispatchSemaphore)?
+    /// The request held now (met by ``holdNextRequest(to:)``, not yet released).
+    private var holding: DispatchSemaphore?
     private var heldCount = 0
     private var heads: [String] = []
     private var lostResponses = 0
@@ -109,14 +111,23 @@ final class FaultProxy: @unchecked Sendable {
     var requestsClosedUnanswered: Int { lock.withLock { closedUnanswered } }
 
     /// The next request whose head starts with `prefix` waits in the proxy, before it
-    /// reaches the server, until ``releaseHeldRequest()`` (one request per proxy).
+    /// reaches the server, until ``releaseHeldRequest()``. One request per call: the next
+    /// hold may be set while this one waits.
     func holdNextRequest(to prefix: String) {
         lock.withLock { holdNext = (prefix, DispatchSemaphore(value: 0)) }
     }
 
-    /// Lets the held request (or the next one to be held) go on to the server.
+    /// Lets the held request go on to the server; when none is held yet, the next one is
+    /// not held at all.
     func releaseHeldRequest() {
-        lock.withLock { holdNext?.release }?.signal()
+        lock.withLock { () -> DispatchSemaphore? in
+            guard let held = holding else {
+                holdNext = nil
+                return nil
+            }
+            holding = nil
+            return held
+        }?.signal()
     }
 
     /// How many requests have been held so far.
@@ -217,7 +228,9 @@ final class FaultProxy: @unchecked Sendable {
                 let head = String(decoding: buffer[0..<min(count, 512)], as: UTF8.self)
                 let held = lock.withLock { () -> DispatchSemaphore? in
                     heads.append(head)
-                    guard let hold = holdNext, head.hasPrefix(hold.prefix), heldCount == 0 else { return nil }
+                    guard let hold = holdNext, head.hasPrefix(hold.prefix) else { return nil }
+                    holdNext = nil
+                    holding = hold.release
                     heldCount += 1
                     return hold.release
                 }

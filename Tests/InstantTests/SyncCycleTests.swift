@@ -1042,9 +1042,10 @@ private func syncHeldAtTheProxy(_ h: ClientHarness, _ descriptor: InstantDocumen
     InstantOperation, String
 ) {
     let sync = "POST /i/v1/documents/doc/sync"
+    let heldBefore = h.proxy.requestsHeld
     h.proxy.holdNextRequest(to: sync)
     let running = descriptor.sync()
-    while h.proxy.requestsHeld == 0 { try await Task.sleep(for: .milliseconds(5)) }
+    while h.proxy.requestsHeld == heldBefore { try await Task.sleep(for: .milliseconds(5)) }
     return (running, sync)
 }
 

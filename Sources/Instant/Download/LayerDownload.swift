@@ -225,12 +225,20 @@ struct LayerDownload {
         var records = ServerRecord.snapshotPage(first.records, revision: revision)
         var next = first.next
         var trail = PageTrail()
+        var pageRevision = revision
         while let after = next {
             try trail.follow(after, of: "snapshot")
             let page = try await reconnecting { () async throws(APIFailure) in
                 try await api.snapshot(document: document, jwt: jwt.token, epoch: epoch, after: after)
             }
-            records += ServerRecord.snapshotPage(page.records, revision: revision)
+            // (The server refuses a page of an epoch no longer the layer's: resetRequired.)
+            guard page.epoch == epoch else {
+                throw InstantError(
+                    .invalidServerData, "a page of the snapshot answered epoch \(page.epoch), after \(epoch)")
+            }
+            // Its records as of its own read (the cursor stays the first page's).
+            pageRevision = try ServerRecord.laterPageRevision(page, after: pageRevision)
+            records += ServerRecord.snapshotPage(page.records, revision: pageRevision)
             next = page.next
         }
         return Snapshot(records: records, revision: revision, epoch: epoch)

@@ -274,6 +274,7 @@ struct SyncRound {
             var next = first.next
             var restarted = false
             var trail = PageTrail()
+            var pageRevision = first.revision
             while let after = next {
                 try trail.follow(after, of: "snapshot")
                 switch await Self.attempt({ () async throws(APIFailure) in
@@ -288,7 +289,9 @@ struct SyncRound {
                     throw InstantError(
                         .invalidServerData, "a page of the snapshot answered epoch \(page.epoch), after \(first.epoch)")
                 case .success(let page):
-                    stored += ServerRecord.snapshotPage(page.records, revision: first.revision)
+                    // Its records as of its own read (the cursor stays the first page's).
+                    pageRevision = try ServerRecord.laterPageRevision(page, after: pageRevision)
+                    stored += ServerRecord.snapshotPage(page.records, revision: pageRevision)
                     next = page.next
                 case .failure(let failure) where failure.isResetRequired && attempts < 3:
                     // The layer was created again (or forked) while we paged: start over;
