@@ -32,8 +32,8 @@ final class FaultProxy: @unchecked Sendable {
     private var flipNextAt: Int?
     private var sockets: Set<Int32> = []
     private var holdNext: (prefix: String, release: DispatchSemaphore)?
-    /// The request held now (met by ``holdNextRequest(to:)``, not yet released).
-    private var holding: DispatchSemaphore?
+    /// The requests held now (met by ``holdNextRequest(to:)``, not yet released), in order.
+    private var holding: [DispatchSemaphore] = []
     private var heldCount = 0
     private var heads: [String] = []
     private var lostResponses = 0
@@ -117,16 +117,15 @@ final class FaultProxy: @unchecked Sendable {
         lock.withLock { holdNext = (prefix, DispatchSemaphore(value: 0)) }
     }
 
-    /// Lets the held request go on to the server; when none is held yet, the next one is
-    /// not held at all.
+    /// Lets the held request (the first held, when several are) go on to the server; when
+    /// none is held yet, the next one is not held at all.
     func releaseHeldRequest() {
         lock.withLock { () -> DispatchSemaphore? in
-            guard let held = holding else {
+            guard !holding.isEmpty else {
                 holdNext = nil
                 return nil
             }
-            holding = nil
-            return held
+            return holding.removeFirst()
         }?.signal()
     }
 
@@ -230,7 +229,7 @@ final class FaultProxy: @unchecked Sendable {
                     heads.append(head)
                     guard let hold = holdNext, head.hasPrefix(hold.prefix) else { return nil }
                     holdNext = nil
-                    holding = hold.release
+                    holding.append(hold.release)
                     heldCount += 1
                     return hold.release
                 }
