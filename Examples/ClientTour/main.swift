@@ -119,7 +119,7 @@ guard let stored = try restarted.localDocumentDescriptors()[claims.documentID]?.
     print("  the store lists no descriptor for \"\(claims.documentID)\"")
     exit(1)
 }
-print("  \(stored), state \(stored.documentState)")
+print("  \(stored): no JWT")
 let restartedEvents = restarted.events()
 // As on iOS after launch, the first sync reports didFailAuthentication: the app asks its
 // server for a JWT and gives it (here, the same one).
@@ -134,9 +134,12 @@ reauthentication: for await event in restartedEvents {
     case .didFailAuthentication: print("  event: didFailAuthentication")
     case .didFinishReauthentication:
         print("  event: didFinishReauthentication (the app may keep the JWT now, in its keychain)")
+    case .didFinishSync:
+        // The sync a reauthentication starts.
+        print("  event: didFinishSync, state \(stored.documentState)")
         break reauthentication
-    case .didFailReauthentication(_, let error):
-        print("  event: didFailReauthentication: \(error)")
+    case .didFailReauthentication(_, let error), .didFailSync(_, let error):
+        print("  event: \(event), \(error)")
         exit(1)
     default: continue
     }
