@@ -3,6 +3,7 @@ import Instant
 import InstantProtocol
 import InstantStore
 import ServerTestSupport
+import TestSupport
 import Testing
 
 /// `download` and `sync`: the built binary against a real `instant-server` process on a loopback port.
@@ -150,9 +151,9 @@ import Testing
                     #expect(lost.status == 0, "\(lost.error)")
                     #expect(
                         lost.output == """
-                            synced plan layer (default): 1 change sent, 1 received, 1 annotation
                             lost n1: your update lost (conflict); the server kept note, page 1, "Ana's"
                               your content: {"bbox":[1,2,3,4],"id":"n1","pageIndex":0,"text":"Carol's","type":"pspdfkit/note","v":2}
+                            synced plan layer (default): 1 change sent, 1 received, 1 annotation
 
                             """, "\(lost.output)")
                     // The layer shows the winner, and a later sync has nothing to report.
@@ -192,6 +193,56 @@ import Testing
                 #expect(failed.output.contains("lost n:"), "\(failed.output)")
                 let again = try await instantctl(["sync", "--jwt", ana, "--json"], root: root)
                 #expect((try again.json()["lost"] as? [Any])?.isEmpty == true, "told once: \(again.output)")
+            }
+        }
+    }
+
+    /// A lost change is forgotten once told: when standard output does not take its line
+    /// (a full disk here, `/dev/full`; a closed pipe alike), `sync` fails, shows it on
+    /// standard error, and the next sync tells it again; with `--json`, the whole answer
+    /// goes to standard error.
+    @Test func aLostChangeStandardOutputDoesNotTakeIsToldAgain() async throws {
+        try await ServerProcess.with { server in
+            _ = try await server.upload("plan", samplePDF(20_000))
+            try await withRoot { root in
+                let ana = try await server.token(document: "plan", user: "ana")
+                #expect(
+                    try await instantctl(["download", "--server", server.base, "--jwt", ana], root: root).status == 0)
+                let loseOne = { (id: String) in
+                    let store = try InstantStore(root: root)
+                    defer { store.close() }
+                    let layer = try store.openLayer(tenant: TenantURL(server.base), document: "plan", layer: "")
+                    defer { layer.close() }
+                    try layer.create(id: id, content: Data(#"{"type":"pspdfkit/note","text":"mine"}"#.utf8))
+                    let change = try #require(try layer.pendingChanges().last)
+                    try layer.applyServerChanges(
+                        [], newRevision: nil, acknowledgedThrough: change.sequence,
+                        losing: [LostChangeReport(change, reason: "conflict", message: "changed", winner: nil)])
+                }
+                let toFullDisk = { (arguments: [String]) async throws -> Run in
+                    let process = try ChildProcess(
+                        URL(fileURLWithPath: "/bin/sh"),
+                        ["-c", #"exec "$0" "$@" > /dev/full"#, Executables.url("instantctl").path]
+                            + arguments + ["--root", root.path])
+                    let ending = try await process.exit(within: .seconds(60))
+                    return Run(status: ending.status, output: process.standardOutput, error: process.standardError)
+                }
+
+                try loseOne("n")
+                let full = try await toFullDisk(["sync", "--jwt", ana])
+                #expect(full.status == 1, "\(full.error)")
+                #expect(
+                    full.error.contains("lost n:") && full.error.contains("the next sync tells it again"),
+                    "\(full.error)")
+                let again = try await instantctl(["sync", "--jwt", ana], root: root)
+                #expect(again.status == 0 && again.output.contains("lost n:"), "told again: \(again.output)")
+                let third = try await instantctl(["sync", "--jwt", ana, "--json"], root: root)
+                #expect((try third.json()["lost"] as? [Any])?.isEmpty == true, "then forgotten: \(third.output)")
+
+                try loseOne("j")
+                let fullJSON = try await toFullDisk(["sync", "--jwt", ana, "--json"])
+                #expect(fullJSON.status == 1, "\(fullJSON.error)")
+                #expect(fullJSON.error.contains(#""annotation":"j""#), "\(fullJSON.error)")
             }
         }
     }

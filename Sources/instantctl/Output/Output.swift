@@ -36,6 +36,21 @@ struct Output {
         Output.write(Array((text + "\n").utf8), to: STDOUT_FILENO)
     }
 
+    /// Prints a line that must not be lost (a lost change the store forgets once told),
+    /// and says whether standard output took all of it (not on a full disk or a closed
+    /// pipe). When it did not, the line goes to standard error as well.
+    func printKept(_ text: String) -> Bool {
+        let bytes = Array((text + "\n").utf8)
+        if Output.write(bytes, to: STDOUT_FILENO) { return true }
+        Output.write(bytes, to: STDERR_FILENO)
+        return false
+    }
+
+    /// ``printKept(_:)`` for a JSON document.
+    func printKept(json value: JSONValue) -> Bool {
+        printKept(String(decoding: value.jsonBytes(), as: UTF8.self))
+    }
+
     /// Prints UTF-8 lines that already end in a newline (a rendered ``Table``).
     func print(lines: [UInt8]) {
         Output.write(lines, to: STDOUT_FILENO)
@@ -68,20 +83,24 @@ struct Output {
     }
     private static let closedOutput = Atomic<Bool>(false)
 
-    static func write(_ bytes: [UInt8], to descriptor: Int32) {
+    /// Writes all of `bytes`; false when the descriptor took less (a closed pipe, as after
+    /// `| head`, or a full disk).
+    @discardableResult
+    static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         bytes.withUnsafeBytes { buffer in
-            guard var base = buffer.baseAddress else { return }
+            guard var base = buffer.baseAddress else { return true }
             var remaining = buffer.count
             while remaining > 0 {
                 let written = Glibc.write(descriptor, base, min(remaining, 1 << 16))
                 if written < 0 {
                     if errno == EINTR { continue }
                     if errno == EPIPE && descriptor == STDOUT_FILENO { closedOutput.store(true, ordering: .relaxed) }
-                    return  // a closed pipe (`| head`): nothing more to say
+                    return false
                 }
                 base += written
                 remaining -= written
             }
+            return true
         }
     }
 }

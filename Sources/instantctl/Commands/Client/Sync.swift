@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Instant
+import InstantProtocol
 import InstantStore
 import Synchronization
 
@@ -10,12 +11,15 @@ struct Sync: AsyncParsableCommand {
         discussion: """
             The layer must be downloaded (see download). Changes made offline (with \
             instantctl annotations, or the client library) are sent; the server's are \
-            applied. The output says what was sent and what the layer holds afterwards, \
-            and each local change the server did not take (a conflict lost, say) with \
-            what it kept instead and, for a create or an update, your content as one line \
-            of Instant JSON: the store forgets a lost change once told, so keep that line \
-            to put it back (instantctl annotations update ID --file -, or add when the \
-            server kept none).
+            applied. The output says what was sent and what the layer holds afterwards. \
+            Before that, each local change the server did not take (a conflict lost, say) \
+            is printed as it is told, with what the server kept instead and, for a create \
+            or an update, your content as one line of Instant JSON: the store forgets a \
+            lost change once told, so keep that line to put it back (instantctl \
+            annotations update ID --file -, or add when the server kept none). When \
+            standard output does not take it (a closed pipe, a full disk), the line goes to \
+            standard error too, the command fails (status 1), and the next sync tells the \
+            change again (with --json, the whole answer goes to standard error).
 
             With --watch the command listens for the server's changes and syncs until \
             Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
@@ -62,32 +66,40 @@ struct Sync: AsyncParsableCommand {
             let counted = try session.layerFile(root: options.rootURL)
             defer { counted.close() }
             let pending = try counted.layer.pendingChangeCount()
+            let output = options.output
+            // Each lost change is printed as it is read (with --json, in the answer at the
+            // end): the store forgets it once the next event is asked for. When standard
+            // output does not take it, reading stops there, and the next sync tells it again.
+            let json = options.json
+            let printLost: @Sendable (InstantLostChange) -> Bool = { change in
+                json || output.printKept("lost \(Formats.lostChange(change))")
+            }
             do {
                 try await client.wait(for: descriptor.sync())
             } catch {
                 // Lost changes a killed process left are told (and forgotten) before the
                 // round, which may then fail: printed now, or nobody would see them.
-                let told = await Self.lostChanges(in: events, for: descriptor)
-                if options.json, !told.isEmpty {
-                    options.output.print(json: .object(["lost": .array(told.map(Formats.lostChangeJSON))]))
-                } else {
-                    for change in told { options.output.print("lost \(Formats.lostChange(change))") }
+                let told = await Self.lostChanges(in: events, for: descriptor, reading: printLost)
+                if json, !told.isEmpty {
+                    _ = output.printKept(json: .object(["lost": .array(told.map(Formats.lostChangeJSON))]))
                 }
                 throw error
             }
-            let (received, lost) = await Self.outcome(of: events, for: descriptor)
+            // Read before the events are: nothing may fail between a lost change forgotten
+            // and printed.
             let annotations = try descriptor.editableDocument.annotations().count
             let left = try counted.layer.pendingChangeCount()
-            let output = options.output
-            if options.json {
-                output.print(
-                    json: .object([
-                        "server": .string(server.absoluteString), "document": .string(descriptor.identifier),
-                        "layer": .string(descriptor.layerName), "sent": .integer(Int64(pending - left)),
-                        "pending": .integer(Int64(left)), "annotations": .integer(Int64(annotations)),
-                        "state": .string("\(descriptor.documentState)"), "received": .integer(Int64(received)),
-                        "lost": .array(lost.map(Formats.lostChangeJSON)),
-                    ]))
+            let (received, lost, whole) = await Self.outcome(of: events, for: descriptor, reading: printLost)
+            guard whole else { throw Self.outputFailed(kept: true) }
+            if json {
+                let answer = JSONValue.object([
+                    "server": .string(server.absoluteString), "document": .string(descriptor.identifier),
+                    "layer": .string(descriptor.layerName), "sent": .integer(Int64(pending - left)),
+                    "pending": .integer(Int64(left)), "annotations": .integer(Int64(annotations)),
+                    "state": .string("\(descriptor.documentState)"), "received": .integer(Int64(received)),
+                    "lost": .array(lost.map(Formats.lostChangeJSON)),
+                ])
+                guard output.printKept(json: answer) else { throw Self.outputFailed(kept: false) }
                 return
             }
             output.summary(
@@ -95,24 +107,39 @@ struct Sync: AsyncParsableCommand {
                     + "\(Formats.count(pending - left, "change")) sent, "
                     + (received > 0 ? "\(received) received, " : "") + Formats.count(annotations, "annotation")
                     + (left > 0 ? ", \(left) still pending" : ""))
-            // Lost changes are news even with --quiet.
-            for change in lost { output.print("lost \(Formats.lostChange(change))") }
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)
         }
     }
 
-    /// The lost changes a failed cycle reported, waiting at most 2 s for its end. Those
-    /// read by then are returned: each is forgotten once the next event is asked for, so
-    /// none may be dropped unprinted (one still in hand at the timeout is told again by
-    /// the next sync).
-    static func lostChanges(in events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor) async
-        -> [InstantLostChange]
-    {
+    /// Standard output did not take what the sync told: the lost change it held is in the
+    /// store still, told again by the next sync (`kept`), or was written to standard
+    /// error as well.
+    static func outputFailed(kept: Bool) -> CommandError {
+        CommandError(
+            message: "standard output did not take the sync's report (a closed pipe, or a full disk): "
+                + (kept
+                    ? "the lost change it was printing is kept, and the next sync tells it again"
+                    : "it is on standard error above, with the lost changes' content"),
+            status: ExitStatus.problems)
+    }
+
+    /// The lost changes a failed cycle reported, waiting at most 2 s for its end. Each is
+    /// given to `reading` as it is read, and forgotten once the next event is asked for:
+    /// none may be dropped unseen (one still in hand at the timeout, or that `reading`
+    /// refuses, is told again by the next sync).
+    static func lostChanges(
+        in events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor,
+        reading: @escaping @Sendable (InstantLostChange) -> Bool
+    ) async -> [InstantLostChange] {
         let read = ReadLostChanges()
         return await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                _ = await outcome(of: events, for: descriptor) { change in read.changes.withLock { $0.append(change) } }
+                _ = await outcome(of: events, for: descriptor) { change in
+                    guard reading(change) else { return false }
+                    read.changes.withLock { $0.append(change) }
+                    return true
+                }
             }
             group.addTask { try? await Task.sleep(for: .seconds(2)) }
             await group.next()
@@ -125,24 +152,25 @@ struct Sync: AsyncParsableCommand {
     /// What the cycle that just ended reported: the changes received from other writers,
     /// and the local changes lost. Its events are all in the stream already (they are
     /// emitted before the operation completes), up to its `didFinishSync`.
-    /// `reading` sees each lost change as it is read.
+    /// `reading` sees each lost change as it is read, before the next event is asked for;
+    /// when it returns false, reading stops there (`whole` is then false).
     static func outcome(
         of events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor,
-        reading: @Sendable (InstantLostChange) -> Void = { _ in }
-    ) async -> (received: Int, lost: [InstantLostChange]) {
+        reading: @Sendable (InstantLostChange) -> Bool = { _ in true }
+    ) async -> (received: Int, lost: [InstantLostChange], whole: Bool) {
         var received = 0
         var lost: [InstantLostChange] = []
         for await event in events where event.descriptor == descriptor {
             switch event {
             case .didReceiveChanges(_, let changes): received += changes.count
             case .didLoseChange(_, let change):
+                guard reading(change) else { return (received, lost, false) }
                 lost.append(change)
-                reading(change)
-            case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, lost)
+            case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, lost, true)
             default: continue
             }
         }
-        return (received, lost)
+        return (received, lost, true)
     }
 }
 

@@ -172,9 +172,14 @@ struct SyncWatch {
             }
             var json = ["event": JSONValue.string("lost")]
             if case .object(let members) = Formats.lostChangeJSON(lost) { json.merge(members) { $1 } }
-            // News even with --quiet, as with one sync.
-            emit(
-                tally, human: "\(Formats.clock(Date())) lost     \(Formats.lostChange(lost))", json: json, always: true)
+            // News even with --quiet, as with one sync. Forgotten once the next event is
+            // asked for: when standard output does not take it, the watch ends here, and
+            // the next sync tells it again.
+            let line = "\(Formats.clock(Date())) lost     \(Formats.lostChange(lost))"
+            let printed = tally.printing.withLock { _ in
+                output.json ? output.printKept(json: .object(json)) : output.printKept(line)
+            }
+            if !printed { return Sync.outputFailed(kept: true) }
         case .didFailAuthentication:
             return CommandError(
                 message:
