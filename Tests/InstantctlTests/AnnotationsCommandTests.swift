@@ -77,6 +77,10 @@ import Testing
                 pendingHuman.output.contains(try Regex("\(newIDs[1])\\s+-\\s+-\\s+deleted")), "\(pendingHuman.output)")
 
             // export to standard output and to a file; import replaces one and adds one.
+            // (A backup cut short by a full disk is a failure.)
+            let cutShort = try await instantctlToFullDisk(["annotations", "export"] + layer, root: root)
+            #expect(
+                cutShort.status == 1 && cutShort.error.contains("did not take the whole export"), "\(cutShort.error)")
             let exported = try await instantctl(["annotations", "export"] + layer, root: root)
             let document = try JSONValue.parse(Data(exported.output.utf8))
             #expect(document["format"] == .string("https://pspdfkit.com/instant-json/v1"))

@@ -3,7 +3,6 @@ import Instant
 import InstantProtocol
 import InstantStore
 import ServerTestSupport
-import TestSupport
 import Testing
 
 /// `download` and `sync`: the built binary against a real `instant-server` process on a loopback port.
@@ -219,17 +218,8 @@ import Testing
                         [], newRevision: nil, acknowledgedThrough: change.sequence,
                         losing: [LostChangeReport(change, reason: "conflict", message: "changed", winner: nil)])
                 }
-                let toFullDisk = { (arguments: [String]) async throws -> Run in
-                    let process = try ChildProcess(
-                        URL(fileURLWithPath: "/bin/sh"),
-                        ["-c", #"exec "$0" "$@" > /dev/full"#, Executables.url("instantctl").path]
-                            + arguments + ["--root", root.path])
-                    let ending = try await process.exit(within: .seconds(60))
-                    return Run(status: ending.status, output: process.standardOutput, error: process.standardError)
-                }
-
                 try loseOne("n")
-                let full = try await toFullDisk(["sync", "--jwt", ana])
+                let full = try await instantctlToFullDisk(["sync", "--jwt", ana], root: root)
                 #expect(full.status == 1, "\(full.error)")
                 #expect(
                     full.error.contains("lost n:") && full.error.contains("the next sync tells it again"),
@@ -240,7 +230,7 @@ import Testing
                 #expect((try third.json()["lost"] as? [Any])?.isEmpty == true, "then forgotten: \(third.output)")
 
                 try loseOne("j")
-                let fullJSON = try await toFullDisk(["sync", "--jwt", ana, "--json"])
+                let fullJSON = try await instantctlToFullDisk(["sync", "--jwt", ana, "--json"], root: root)
                 #expect(fullJSON.status == 1, "\(fullJSON.error)")
                 #expect(fullJSON.error.contains(#""annotation":"j""#), "\(fullJSON.error)")
             }

@@ -32,6 +32,17 @@ func instantctl(
     return Run(status: ending.status, output: process.standardOutput, error: process.standardError)
 }
 
+/// Runs `instantctl ARGUMENTS --root ROOT` with its standard output on `/dev/full`, where
+/// every write fails as on a full disk (`Run.output` is then empty).
+func instantctlToFullDisk(_ arguments: [String], root: URL) async throws -> Run {
+    let process = try ChildProcess(
+        URL(fileURLWithPath: "/bin/sh"),
+        ["-c", #"exec "$0" "$@" > /dev/full"#, Executables.url("instantctl").path] + arguments + ["--root", root.path])
+    let ending = try await process.exit(within: .seconds(60))
+    #expect(!ending.signalled, "instantctl \(arguments) crashed: \(process.standardError)")
+    return Run(status: ending.status, output: process.standardOutput, error: process.standardError)
+}
+
 /// A demo store in a fresh temporary directory, removed after `body`.
 func withDemoStore<T>(_ body: (URL, InstantStore) async throws -> T) async throws -> T {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("instantctl-\(UUID().uuidString)")

@@ -31,7 +31,13 @@ struct AnnotationsExport: ParsableCommand {
         var bytes = document.jsonBytes()
         bytes.append(UInt8(ascii: "\n"))
         guard let output else {
-            Output.write(bytes, to: STDOUT_FILENO)
+            // A backup cut short (a full disk, a closed pipe) is a failure, not exit 0.
+            guard Output.write(bytes, to: STDOUT_FILENO) else {
+                throw CommandError(
+                    message: "standard output did not take the whole export (a full disk, or a closed pipe): "
+                        + "what it holds is cut short; write it with --output FILE, which is replaced only once whole",
+                    status: ExitStatus.problems)
+            }
             return
         }
         try AtomicFile.replace(output, with: bytes, mode: nil)
