@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Instant
 import InstantStore
 import TestSupport
@@ -86,6 +87,23 @@ import Testing
             let again = try await instantctl(["rm", "--document", "handbook", "--export", file.path], root: root)
             #expect(again.status == 2)
             #expect(try store.hasLayer(tenant: acme, document: "handbook", layer: ""))
+        }
+    }
+
+    /// The catalog's counts behind the layer (drift, which verify reports): the export goes
+    /// by them and saves nothing, the removal finds the changes under the layer's lock and
+    /// refuses, and the message names the way out rather than only --force.
+    @Test func rmExportWithDriftedCountsRemovesNothingAndSaysToRecount() async throws {
+        try await withDemoStore { root, store in
+            let catalog = try DatabaseQueue(path: root.appendingPathComponent("catalog.sqlite").path)
+            try await catalog.write { db in try db.execute(sql: "UPDATE layer SET pendingCount = 0") }
+            try catalog.close()
+            let file = root.deletingLastPathComponent().appendingPathComponent("export-\(UUID().uuidString).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await removeReviewExporting(to: file, root: root)
+            #expect(run.status == 3, "\(run.output)")
+            #expect(run.error.contains("not in the export") && run.error.contains("verify --repair"), "\(run.error)")
+            #expect(try store.hasLayer(tenant: acme, document: "contract-7", layer: "review"))
         }
     }
 

@@ -83,6 +83,17 @@ struct Remove: ParsableCommand {
         do {
             report = try scope.remove(from: store, policy: policy)
         } catch .pendingChanges(let layers, let changes) {  // changes made while rm ran
+            if exported != nil {
+                // Not in the export: made while rm ran, or missing from the catalog's
+                // counts, which the export went by (drift that verify reports).
+                throw CommandError(
+                    message: """
+                        refusing: \(Formats.count(Int(changes), "change")) in \(Formats.count(layers, "layer")) \
+                        not yet synced are not in the export (made while rm ran, or missing from the catalog's \
+                        counts: `instantctl verify --repair` recounts them); nothing was removed. Sync first, or \
+                        run rm again with a new --export FILE.
+                        """, status: ExitStatus.refused)
+            }
             throw refusal(layers: layers, changes: changes)
         }
         if options.json {
