@@ -103,6 +103,35 @@ import Testing
         }
     }
 
+    /// `--timeout` counts from a download's last byte, not from its start: a transfer that
+    /// goes on (here, from a server paused and let go by turns) is not cut at the timeout,
+    /// however long it takes.
+    @Test func aDownloadThatKeepsMovingOutlastsItsTimeout() async throws {
+        try await ServerProcess.with { server in
+            _ = try await server.upload("big", incompressiblePDF(48 << 20))
+            try await withRoot { root in
+                let token = try await server.token(document: "big")
+                let pausing = Task {
+                    while !Task.isCancelled {
+                        server.process.signal(SIGSTOP)
+                        try? await Task.sleep(for: .milliseconds(900))
+                        server.process.signal(SIGCONT)
+                        try? await Task.sleep(for: .milliseconds(60))
+                    }
+                }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let run = try await instantctl(
+                    ["download", "--server", server.base, "--jwt", token, "--timeout", "2"], root: root)
+                pausing.cancel()
+                _ = await pausing.value
+                server.process.signal(SIGCONT)
+                #expect(run.status == 0, "\(run.error)")
+                #expect(clock.now - start > .seconds(2), "the transfer took longer than --timeout")
+            }
+        }
+    }
+
     /// `sync --timeout` ends a sync that cannot go on (here: another process holds the
     /// layer's sync lock), with exit status 5, and nothing is lost: the next sync sends.
     @Test func syncGivesUpAfterItsTimeout() async throws {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantStore
+import Synchronization
 
 /// How the client commands reach a server: its URL and the JWT. A JWT is never written to
 /// disk, printed, or repeated in an error.
@@ -20,7 +21,7 @@ struct ClientOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Cancel an attempt the server has not answered within this many seconds (exit status 5); one that fails ends the command at once.",
+            "Give up after this many seconds without progress: no answer from the server, no byte of a download, or another process holding the layer's sync (exit status 5).",
             valueName: "seconds"))
     var timeout: Int = 120
 
@@ -28,23 +29,34 @@ struct ClientOptions: ParsableArguments {
         guard timeout > 0 else { throw ValidationError("--timeout must be at least 1 second") }
     }
 
-    /// Waits for `operation`, cancelling it after --timeout (the command then ends with exit
-    /// status 5); an operation that fails sooner ends it with its own error.
-    func wait(for operation: InstantOperation) async throws {
-        let start = ContinuousClock.now
+    /// Waits for `operation`, cancelling it once --timeout passes without `progress`
+    /// moving (a download's bytes; without it, the whole operation counts): the command
+    /// then ends with exit status 5. An operation that fails sooner ends it with its own
+    /// error.
+    func wait(for operation: InstantOperation, progress: (@Sendable () -> Int64)? = nil) async throws {
         let limit = Duration.seconds(timeout)
+        let expired = Atomic<Bool>(false)
         let watchdog = Task {
-            try await Task.sleep(for: limit)
+            let clock = ContinuousClock()
+            var (seen, since) = (progress?() ?? 0, clock.now)
+            while true {
+                try await Task.sleep(for: min(limit / 4, .seconds(1)))
+                let now = progress?() ?? 0
+                if now != seen { (seen, since) = (now, clock.now) }
+                if clock.now - since >= limit { break }
+            }
+            expired.store(true, ordering: .sequentiallyConsistent)
             operation.cancel()
         }
         defer { watchdog.cancel() }
         do {
             try await operation.result()
         } catch {
-            guard ContinuousClock.now - start >= limit else { throw error }
+            guard expired.load(ordering: .sequentiallyConsistent) else { throw error }
             throw CommandError(
-                message:
-                    "no answer from the server within \(timeout) s (--timeout); check --server and the network, then run the command again",
+                message: "nothing moved for \(timeout) s (--timeout): the server did not answer, or another process "
+                    + "(an app, another instantctl sync) holds the layer's sync; check --server and the network, "
+                    + "then run the command again",
                 status: ExitStatus.network)
         }
     }

@@ -45,7 +45,8 @@ struct Download: AsyncParsableCommand {
                 drawing.cancel()
                 bar.finish()
             }
-            try await client.wait(for: operation)
+            // --timeout counts from the last byte that came, not from the start.
+            try await client.wait(for: operation) { descriptor.downloadProgress?.completedUnitCount ?? 0 }
             report(descriptor, server: server, moved: descriptor.lastDownload, to: output)
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)
