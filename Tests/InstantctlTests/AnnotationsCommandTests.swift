@@ -1,6 +1,8 @@
 import Foundation
+import Instant
 import InstantProtocol
 import ServerTestSupport
+import Spawn
 import TestSupport
 import Testing
 
@@ -126,6 +128,32 @@ import Testing
             #expect(!here.output.contains("First note") && !here.output.contains("Changed note"))
             let synced = try await instantctl(["annotations", "list", "--pending"] + layer, root: root)
             #expect(synced.output == "no local changes in plan layer (default)\n")
+        }
+    }
+
+    /// `annotations add` waiting for its standard input holds the store's shared lock no
+    /// more: a catalog rebuild (which needs the store to itself) goes through meanwhile.
+    @Test func addWaitingForItsInputDoesNotHoldTheStore() async throws {
+        try await withDemoStore { root, store in
+            store.close()
+            // A socket pair as its standard input (a write to it never raises SIGPIPE here).
+            var ends: [Int32] = [-1, -1]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
+            let (readEnd, writeEnd) = (ends[0], ends[1])
+            defer { close(writeEnd) }
+            let adding = try SpawnedProcess(
+                Executables.url("instantctl").path,
+                ["annotations", "add", "--server", DemoStore.acme, "--document", "handbook", "--root", root.path],
+                standardInput: readEnd, standardOutput: 2)
+            close(readEnd)
+            try await Task.sleep(for: .milliseconds(500))  // it has started, and waits for its input
+            #expect(adding.isRunning)
+            let rebuilt = try await instantctl(["verify", "--repair", "--rebuild-catalog"], root: root)
+            #expect(rebuilt.status == 0, "\(rebuilt.output)\(rebuilt.error)")
+            let note = Array(Self.note.utf8)
+            #expect(send(writeEnd, note, note.count, Int32(MSG_NOSIGNAL)) == note.count)
+            shutdown(writeEnd, Int32(SHUT_WR))
+            #expect(try await adding.exit() == SpawnedProcess.Ending(status: 0))
         }
     }
 

@@ -99,6 +99,12 @@ struct LayerOptions: ParsableArguments {
     static func readJSON(_ path: String) throws -> JSONValue {
         let data: Data
         if path == "-" {
+            // On a terminal, nothing says the command waits for input: say so.
+            if isatty(STDIN_FILENO) == 1 {
+                Output.write(
+                    Array("reading Instant JSON from standard input; end it with Ctrl-D (or give --file PATH)\n".utf8),
+                    to: STDERR_FILENO)
+            }
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
             guard let read = FileManager.default.contents(atPath: path) else {

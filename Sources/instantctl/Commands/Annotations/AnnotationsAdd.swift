@@ -20,9 +20,11 @@ struct AnnotationsAdd: ParsableCommand {
     @OptionGroup var input: AnnotationInput
 
     func run() throws {
+        // Read first: the store is not held open (its shared lock taken) while standard
+        // input is awaited.
+        let items = try input.read()
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
-        let items = try input.read()
         let changes = items.map { item in
             InstantAnnotationChange.create(id: item.id ?? UUID().uuidString.lowercased(), content: item.content)
         }

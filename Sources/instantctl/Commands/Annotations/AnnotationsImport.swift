@@ -21,9 +21,11 @@ struct AnnotationsImport: ParsableCommand {
     @OptionGroup var input: AnnotationInput
 
     func run() throws {
+        // Read first: the store is not held open (its shared lock taken) while standard
+        // input is awaited.
+        let items = try input.read()
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
-        let items = try input.read()
         var changes: [InstantAnnotationChange] = []
         var ids: [String] = []
         for item in items {

@@ -22,9 +22,11 @@ struct AnnotationsUpdate: ParsableCommand {
     @OptionGroup var input: AnnotationInput
 
     func run() throws {
+        // Read first: the store is not held open (its shared lock taken) while standard
+        // input is awaited.
+        let items = try input.read()
         let opened = try target.open(root: options.rootURL)
         defer { withExtendedLifetime(opened.client) {} }
-        let items = try input.read()
         guard items.count == 1 else { throw CommandError.usage("update takes exactly one annotation object") }
         var content = items[0].content
         if let other = items[0].id, !other.hasSameBytes(as: id) {
