@@ -97,6 +97,9 @@ import Testing
                 ["annotations", "export", "--output", exportFile.path] + layer, root: root)
             #expect(toFile.output == "wrote 2 annotations to \(exportFile.path)\n")
             #expect(try Data(contentsOf: exportFile) == Data(exported.output.utf8))
+            // `--output -` is standard output, as --file - is standard input.
+            let dash = try await instantctl(["annotations", "export", "--output", "-"] + layer, root: root)
+            #expect(dash.status == 0 && dash.output == exported.output, "\(dash.error)")
             // Importing what was exported replaces each annotation with itself.
             let again = try await instantctl(
                 ["annotations", "import", "--file", exportFile.path] + layer, root: root)

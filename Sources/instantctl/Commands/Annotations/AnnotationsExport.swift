@@ -16,7 +16,9 @@ struct AnnotationsExport: ParsableCommand {
     @OptionGroup var target: LayerOptions
 
     @Option(
-        help: ArgumentHelp("Write to this file instead of standard output.", valueName: "path"), completion: .file())
+        help: ArgumentHelp(
+            "Write to this file instead of standard output (- for standard output), replaced only once whole.",
+            valueName: "path"), completion: .file())
     var output: String?
 
     func run() throws {
@@ -30,7 +32,7 @@ struct AnnotationsExport: ParsableCommand {
         }
         var bytes = document.jsonBytes()
         bytes.append(UInt8(ascii: "\n"))
-        guard let output else {
+        guard let output, output != "-" else {
             // A backup cut short (a full disk, a closed pipe) is a failure, not exit 0.
             guard Output.write(bytes, to: STDOUT_FILENO) else {
                 throw CommandError(
