@@ -134,7 +134,9 @@ import ServerTestSupport
     /// A listener parked on a raw connection with `token`, and the answer to the next listen
     /// with it (503 once the cap is reached). On a loaded machine the parked request may not
     /// be in yet when the next one comes (which then takes the place itself): start over
-    /// with a new parked one, a few times.
+    /// with a new parked one, a few times. (It parks for 80 s, below the server's 90 s idle
+    /// timeout: a loaded machine's setup has taken over 30 s, after which the place it held
+    /// was free again.)
     private func parkedAndRefused(_ server: TestServer, token: String) async throws -> (
         RawConnection, TestServer.Reply
     ) {
@@ -146,7 +148,7 @@ import ServerTestSupport
                 parked = try RawConnection(server)
             }
             parked.send(
-                "GET /i/v1/documents/d/listen?revision=0&timeout=30 HTTP/1.1\r\nHost: x\r\n"
+                "GET /i/v1/documents/d/listen?revision=0&timeout=80 HTTP/1.1\r\nHost: x\r\n"
                     + "Authorization: Token token=\"\(token)\"\r\n\r\n")
             try await Task.sleep(for: .milliseconds(300 * attempt))
             refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
@@ -160,7 +162,7 @@ import ServerTestSupport
     /// token that parks polls it no longer waits for, on connections it left, cannot take
     /// the layer's places.)
     @Test func oneTokenParksAtMostItsShareOfListeners() async throws {
-        try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerToken = 1 }) { server in
+        try await TestServer.with(listenTimeout: 80, configure: { $0.maxListenersPerToken = 1 }) { server in
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d", user: "ana")
             let (parked, refusal) = try await parkedAndRefused(server, token: token)
@@ -182,7 +184,7 @@ import ServerTestSupport
     }
 
     @Test func listenersPastTheCapGet503AndAClosedConnectionFreesItsPlace() async throws {
-        try await TestServer.with(listenTimeout: 30, configure: { $0.maxListenersPerLayer = 1 }) { server in
+        try await TestServer.with(listenTimeout: 80, configure: { $0.maxListenersPerLayer = 1 }) { server in
             try await server.upload("d", samplePDF(2_000))
             let token = try await server.token(document: "d")
             let (parked, refusal) = try await parkedAndRefused(server, token: token)
