@@ -51,6 +51,34 @@ import Testing
         #expect(after.isClean, "\(after.remaining)")
     }
 
+    /// A replacement committed, then its old file cannot be moved to quarantine/: the
+    /// repair is done (reported fixed, the changes in the new file), and the old file, an
+    /// orphan now, goes to quarantine with the same repair's sweep.
+    @Test func aReplacementWhoseOldFileStaysIsStillARepair() throws {
+        let scratch = try Scratch()
+        let layer = try scratch.store.createLayer(
+            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("v"))
+        try layer.create(id: "keep-me", content: note("unsent"))
+        let key = layer.key
+        layer.close()
+        try damageLastPage(scratch.store.layout.layerPath(key: key))
+        let rule = "replace.beforeQuarantine@\(key)=eio"
+        Failpoint.add(rule)
+        let repaired: VerificationReport
+        do {
+            defer { Failpoint.remove(rule) }
+            repaired = try scratch.store.verify(VerifyOptions(repair: true))
+        }
+        #expect(repaired.problems.first { $0.kind == .corruptLayer }?.fixed == true, "\(repaired.problems)")
+        #expect(repaired.problems.contains { $0.kind == .orphanFile && $0.fixed }, "\(repaired.problems)")
+        #expect(repaired.isClean, "\(repaired.remaining)")
+        let fresh = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(try fresh.pendingChanges().map(\.annotationID) == ["keep-me"])
+        fresh.close()
+        #expect(scratch.files(in: "quarantine").count == 1, "the old file")
+        #expect(try scratch.store.verify().isClean)
+    }
+
     /// A record an older build stored under its looser check (duplicate keys) is not
     /// damage: a deep verification finds nothing, so no repair replaces the layer (which
     /// would bring the same record back, and be done again at every verification).

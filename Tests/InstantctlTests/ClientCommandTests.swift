@@ -111,12 +111,14 @@ import Testing
             _ = try await server.upload("big", incompressiblePDF(48 << 20))
             try await withRoot { root in
                 let token = try await server.token(document: "big")
+                // Paused for 0.6 s at a time, and let go for 10 ms (some MiB move): the
+                // transfer takes 3–5 s, with progress every 0.6 s.
                 let pausing = Task {
                     while !Task.isCancelled {
                         server.process.signal(SIGSTOP)
-                        try? await Task.sleep(for: .milliseconds(900))
+                        try? await Task.sleep(for: .milliseconds(600))
                         server.process.signal(SIGCONT)
-                        try? await Task.sleep(for: .milliseconds(60))
+                        try? await Task.sleep(for: .milliseconds(10))
                     }
                 }
                 let clock = ContinuousClock()
