@@ -107,6 +107,31 @@ import Testing
         }
     }
 
+    /// `rm --all` removes tenant after tenant: when one refuses (here, changes the catalog
+    /// did not count), what went before it is said removed, and the refusal says nothing
+    /// more was.
+    @Test func rmAllSaysWhatItRemovedBeforeATenantRefused() async throws {
+        try await withDemoStore { root, store in
+            #expect(
+                try await instantctl(["rm", "--document", "contract-7", "--layer", "review", "--force"], root: root)
+                    .status == 0)
+            let layer = try store.openLayer(tenant: globex, document: "contract-7-copy", layer: "")
+            try layer.create(id: "unsent", content: Data(#"{"type":"pspdfkit/note","text":"mine"}"#.utf8))
+            layer.close()
+            store.close()
+            let catalog = try DatabaseQueue(path: root.appendingPathComponent("catalog.sqlite").path)
+            try await catalog.write { db in try db.execute(sql: "UPDATE layer SET pendingCount = 0") }
+            try catalog.close()
+            let run = try await instantctl(["rm", "--all"], root: root)
+            #expect(run.status == 3, "\(run.output)\(run.error)")
+            #expect(run.error.contains("removed before the failure below"), "\(run.error)")
+            #expect(run.error.contains(DemoStore.acme) && run.error.contains("handbook"), "\(run.error)")
+            let reopened = try InstantStore(root: root)
+            defer { reopened.close() }
+            #expect(try reopened.localDescriptors().map(\.tenant) == [globex], "the refusing tenant stays")
+        }
+    }
+
     /// A layer whose only local data is a change the server refused and the app was not
     /// told of yet (its process was killed first) lists as dirty, is kept by `rm` and
     /// `prune`, and `rm --export` writes the lost change out (with what won) before it goes.

@@ -81,17 +81,25 @@ struct Remove: ParsableCommand {
         }
         var report = RemovalReport()
         do {
-            report = try scope.remove(from: store, policy: policy)
-        } catch .pendingChanges(let layers, let changes) {  // changes made while rm ran
+            // Target by target (a tenant is one transaction): what a failure leaves removed
+            // is said with the error, not lost with it.
+            for target in scope.targets { report.merge(try target.remove(from: store, policy)) }
+        } catch {
+            let before = report.lines(verb: "removed")
+            if !before.isEmpty {
+                Output.warning("removed before the failure below:\n" + before.joined(separator: "\n"))
+            }
+            guard case .pendingChanges(let layers, let changes) = error else { throw error }
+            // Changes made while rm ran, or (with an export) missing from the catalog's
+            // counts, which the export went by (drift that verify reports).
+            let rest = before.isEmpty ? "nothing was removed" : "nothing more was removed"
             if exported != nil {
-                // Not in the export: made while rm ran, or missing from the catalog's
-                // counts, which the export went by (drift that verify reports).
                 throw CommandError(
                     message: """
                         refusing: \(Formats.count(Int(changes), "change")) in \(Formats.count(layers, "layer")) \
                         not yet synced are not in the export (made while rm ran, or missing from the catalog's \
-                        counts: `instantctl verify --repair` recounts them); nothing was removed. Sync first, or \
-                        run rm again with a new --export FILE.
+                        counts: `instantctl verify --repair` recounts them); \(rest). Sync first, or run rm \
+                        again with a new --export FILE.
                         """, status: ExitStatus.refused)
             }
             throw refusal(layers: layers, changes: changes)
