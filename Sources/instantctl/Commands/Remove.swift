@@ -72,7 +72,12 @@ struct Remove: ParsableCommand {
             guard !FileManager.default.fileExists(atPath: url.path) else {
                 throw CommandError.usage("\(export) exists; --export writes a new file")
             }
-            let written = try store.exportPendingChanges(of: scope.dirtyLayers, to: url)
+            let written: PendingChangesExport
+            do {
+                written = try store.exportPendingChanges(of: scope.dirtyLayers, to: url)
+            } catch {
+                throw Self.exportFailure(error, file: url)
+            }
             exported = written
             policy = written.policy
             output.summary("exported \(Formats.count(written.changeCount, "change")) to \(export)")
@@ -151,6 +156,25 @@ struct Remove: ParsableCommand {
         }
         if hint.isEmpty { return error }
         return CommandError(message: error.description + hint, status: ExitStatus.status(for: error))
+    }
+
+    /// A failure to write the export file itself (its disk, its directory) is said as
+    /// such: not "the store is busy or cannot be read" (status 4), nor "run prune", which
+    /// frees the store's disk, perhaps not the export's. Nothing was removed.
+    static func exportFailure(_ error: StoreError, file: URL) -> any Error {
+        let directory = file.deletingLastPathComponent().path
+        let reason: String
+        switch error {
+        case .io(let operation, let path, let errno) where path == file.path || path == directory:
+            reason = "\(operation) failed: " + String(cString: strerror(errno)).lowercased() + " (errno \(errno))"
+        case .diskFull(let path) where path == file.path || path == directory:
+            reason = "no space left on its device"
+        default:
+            return error
+        }
+        return CommandError(
+            message: "could not write the export \(file.path): \(reason); nothing was removed",
+            status: ExitStatus.problems)
     }
 
     private func refusal(layers: Int, changes: Int64) -> CommandError {
