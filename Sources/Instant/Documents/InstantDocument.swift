@@ -33,14 +33,7 @@ public final class InstantDocument: Sendable {
     /// ``InstantError/Code/invalidDocument`` once the layer was removed, by this process or
     /// another.
     public func annotations() throws(InstantError) -> [InstantAnnotation] {
-        let layer = try openLayer()
-        let pending: Set<ExactString>
-        let stored: [Annotation]
-        do {
-            (stored, pending) = try layer.annotationsAndPendingIDs()
-        } catch {
-            throw try descriptorFailure(error)
-        }
+        let (stored, pending) = try onLayer { layer in try layer.annotationsAndPendingIDs() }
         return try stored.map { (annotation) throws(InstantError) in
             try InstantAnnotation(annotation, synced: !pending.contains(ExactString(annotation.id)))
         }
@@ -48,15 +41,10 @@ public final class InstantDocument: Sendable {
 
     /// One annotation, or nil.
     public func annotation(withID id: String) throws(InstantError) -> InstantAnnotation? {
-        let layer = try openLayer()
-        do {
-            guard let (stored, pending) = try layer.annotationAndPending(id: id) else { return nil }
-            return try InstantAnnotation(stored, synced: !pending)
-        } catch let error as InstantError {
-            throw error
-        } catch {
-            throw try descriptorFailure(error)
+        guard let (stored, pending) = try onLayer({ layer in try layer.annotationAndPending(id: id) }) else {
+            return nil
         }
+        return try InstantAnnotation(stored, synced: !pending)
     }
 
     /// The annotations as an Instant JSON document
@@ -107,13 +95,8 @@ public final class InstantDocument: Sendable {
             case .delete(let id): local.append(.delete(id: id))
             }
         }
-        let layer = try openLayer()
-        do {
-            // Each content was checked and serialized from a JSONValue just above.
-            try layer.apply(local, contentChecked: true)
-        } catch {
-            throw try descriptorFailure(error)
-        }
+        // Each content was checked and serialized from a JSONValue just above.
+        try onLayer { layer in try layer.apply(local, contentChecked: true) }
         descriptor?.localChangesMade()
     }
 
@@ -122,6 +105,28 @@ public final class InstantDocument: Sendable {
     private func openLayer() throws(InstantError) -> LayerDatabase {
         guard let descriptor else { throw InstantError(.invalidDocument, "the descriptor of this document is gone") }
         return try descriptor.openLayer()
+    }
+
+    /// `body` on the layer's handle. When the handle's layer was removed, it is let go; if
+    /// another layer is stored now (`removeLocalStorage()` then a download again, with a
+    /// handle to the old one kept by a task that opened it in between), `body` runs once
+    /// more on that one. (A write the removed layer refused wrote nothing.)
+    private func onLayer<T>(_ body: (LayerDatabase) throws -> T) throws(InstantError) -> T {
+        let layer = try openLayer()
+        do {
+            return try body(layer)
+        } catch {
+            guard let removed = error as? StoreError, case .layerRemoved = removed else {
+                throw try descriptorFailure(error)
+            }
+            descriptor?.storeFailed(removed)
+            guard let fresh = try? openLayer(), fresh !== layer else { throw InstantError(removed) }
+            do {
+                return try body(fresh)
+            } catch {
+                throw try descriptorFailure(error)
+            }
+        }
     }
 
     /// A store failure, after telling the descriptor (a removed layer drops its handle).
