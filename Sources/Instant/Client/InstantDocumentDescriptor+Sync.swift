@@ -34,6 +34,13 @@ extension InstantDocumentDescriptor {
         Task { await engine.followStopRequests(through: stop) }
     }
 
+    /// Returns once the descriptor runs no sync cycle: a command that ends after stopping
+    /// (`instantctl sync --watch`) lets a cycle still running tell its events first (a lost
+    /// change told to no stream is forgotten).
+    package func syncCycleEnded() async {
+        await engine.idle()
+    }
+
     /// Listens for server changes and syncs when one happens. Balanced: each call needs
     /// a ``stopListeningForServerChanges()``.
     public func startListeningForServerChanges() {

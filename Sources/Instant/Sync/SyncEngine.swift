@@ -180,6 +180,12 @@ actor SyncEngine {
         return await task.value
     }
 
+    /// Returns once no cycle runs (a cycle started meanwhile is waited for too), or the
+    /// waiting task is cancelled.
+    func idle() async {
+        while cycle != nil, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
     /// The running cycle ended.
     private func clearCycle() {
         cycle = nil

@@ -17,9 +17,9 @@ struct Sync: AsyncParsableCommand {
             or an update, your content as one line of Instant JSON: the store forgets a \
             lost change once told, so keep that line to put it back (instantctl \
             annotations update ID --file -, or add when the server kept none). When \
-            standard output does not take it (a closed pipe, a full disk), the line goes to \
+            standard output does not take it (a closed pipe, a full disk), it goes to \
             standard error too, the command fails (status 1), and the next sync tells the \
-            change again (with --json, the whole answer goes to standard error).
+            change again; with --json alike (each lost change is written as it is told).
 
             With --watch the command listens for the server's changes and syncs until \
             Ctrl-C or SIGTERM (then exits 0), printing each change as it arrives (one JSON \
@@ -67,39 +67,34 @@ struct Sync: AsyncParsableCommand {
             defer { counted.close() }
             let pending = try counted.layer.pendingChangeCount()
             let output = options.output
-            // Each lost change is printed as it is read (with --json, in the answer at the
-            // end): the store forgets it once the next event is asked for. When standard
-            // output does not take it, reading stops there, and the next sync tells it again.
-            let json = options.json
-            let printLost: @Sendable (InstantLostChange) -> Bool = { change in
-                json || output.printKept("lost \(Formats.lostChange(change))")
-            }
+            // Each lost change is written as it is read (with --json, as an element of the
+            // answer's "lost" array): the store forgets it once the next event is asked for.
+            // When standard output does not take it, reading stops there, and the next sync
+            // tells it again.
+            let writer = LostChangeWriter(json: options.json, output: output)
             do {
                 try await client.wait(for: descriptor.sync())
             } catch {
                 // Lost changes a killed process left are told (and forgotten) before the
-                // round, which may then fail: printed now, or nobody would see them.
-                let told = await Self.lostChanges(in: events, for: descriptor, reading: printLost)
-                if json, !told.isEmpty {
-                    _ = output.printKept(json: .object(["lost": .array(told.map(Formats.lostChangeJSON))]))
-                }
+                // round, which may then fail: written now, or nobody would see them.
+                _ = await Self.lostChanges(in: events, for: descriptor, reading: writer.write)
+                _ = writer.closeAlone()
                 throw error
             }
             // Read before the events are: nothing may fail between a lost change forgotten
-            // and printed.
+            // and written.
             let annotations = try descriptor.editableDocument.annotations().count
             let left = try counted.layer.pendingChangeCount()
-            let (received, lost, whole) = await Self.outcome(of: events, for: descriptor, reading: printLost)
+            let (received, _, whole) = await Self.outcome(of: events, for: descriptor, reading: writer.write)
             guard whole else { throw Self.outputFailed(kept: true) }
-            if json {
-                let answer = JSONValue.object([
+            if options.json {
+                let rest: [String: JSONValue] = [
                     "server": .string(server.absoluteString), "document": .string(descriptor.identifier),
                     "layer": .string(descriptor.layerName), "sent": .integer(Int64(pending - left)),
                     "pending": .integer(Int64(left)), "annotations": .integer(Int64(annotations)),
                     "state": .string("\(descriptor.documentState)"), "received": .integer(Int64(received)),
-                    "lost": .array(lost.map(Formats.lostChangeJSON)),
-                ])
-                guard output.printKept(json: answer) else { throw Self.outputFailed(kept: false) }
+                ]
+                guard writer.finish(rest) else { throw Self.outputFailed(kept: false) }
                 return
             }
             output.summary(
@@ -113,14 +108,14 @@ struct Sync: AsyncParsableCommand {
     }
 
     /// Standard output did not take what the sync told: the lost change it held is in the
-    /// store still, told again by the next sync (`kept`), or was written to standard
-    /// error as well.
+    /// store still, told again by the next sync (`kept`), or the rest of the answer went
+    /// to standard error.
     static func outputFailed(kept: Bool) -> CommandError {
         CommandError(
             message: "standard output did not take the sync's report (a closed pipe, or a full disk): "
                 + (kept
                     ? "the lost change it was printing is kept, and the next sync tells it again"
-                    : "it is on standard error above, with the lost changes' content"),
+                    : "the lost changes were written; the rest of the answer is on standard error above"),
             status: ExitStatus.problems)
     }
 
@@ -177,4 +172,47 @@ struct Sync: AsyncParsableCommand {
 /// The lost changes a reading task saw, for the task that waited for it.
 private final class ReadLostChanges: Sendable {
     let changes = Mutex<[InstantLostChange]>([])
+}
+
+/// Writes each lost change as it is read, before the next event is asked for (which makes
+/// the store forget it): a line of text, or with --json an element of the answer's `lost`
+/// array, whose other members follow once the cycle's events are read.
+final class LostChangeWriter: Sendable {
+    let json: Bool
+    let output: Output
+    private let written = Mutex(0)
+
+    init(json: Bool, output: Output) {
+        self.json = json
+        self.output = output
+    }
+
+    /// False when standard output did not take it (it went to standard error too).
+    @Sendable func write(_ change: InstantLostChange) -> Bool {
+        if !json { return output.printKept("lost \(Formats.lostChange(change))") }
+        let item = Formats.lostChangeJSON(change).jsonBytes()
+        let first = written.withLock { count in
+            defer { count += 1 }
+            return count == 0
+        }
+        if Output.write(Array((first ? #"{"lost":["# : ",").utf8) + item, to: STDOUT_FILENO) { return true }
+        Output.write(item + [UInt8(ascii: "\n")], to: STDERR_FILENO)
+        return false
+    }
+
+    /// Ends the --json answer with `rest`'s members after the `lost` array written so far
+    /// (on standard error when standard output does not take it).
+    func finish(_ rest: [String: JSONValue]) -> Bool {
+        let members = JSONValue.object(rest).jsonBytes().dropFirst()  // `"a":1,...}`
+        let head = written.withLock { $0 } == 0 ? #"{"lost":[],"# : "],"
+        if Output.write(Array(head.utf8) + members + [UInt8(ascii: "\n")], to: STDOUT_FILENO) { return true }
+        Output.write(Array("{".utf8) + members + [UInt8(ascii: "\n")], to: STDERR_FILENO)
+        return false
+    }
+
+    /// Ends a --json answer of lost changes alone (a failed sync's), if one was begun.
+    func closeAlone() -> Bool {
+        guard json, written.withLock({ $0 }) > 0 else { return true }
+        return Output.write(Array("]}\n".utf8), to: STDOUT_FILENO)
+    }
 }

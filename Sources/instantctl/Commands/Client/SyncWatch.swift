@@ -117,10 +117,21 @@ struct SyncWatch {
             }
             group.addTask { await sendLocalChanges(tally) }
             defer { group.cancelAll() }
+            var ending: Ending?
             while let next = await group.next() {
-                if let next { return next }
+                if let next {
+                    ending = next
+                    break
+                }
             }
-            return nil
+            // A cycle still running may yet tell a lost change, which the store forgets
+            // once told to no stream: the events stream stays open until it has ended (its
+            // events then wait in the stream, and one not read is told again later).
+            tally.stopping.store(true, ordering: .relaxed)
+            descriptor.stopListeningForServerChanges()
+            descriptor.stopSyncing(true)
+            await Self.cycleEnded(descriptor)
+            return ending
         }
         let counts = tally.counts.withLock { $0 }
         switch ending {
@@ -140,6 +151,16 @@ struct SyncWatch {
                 ])
         case nil:
             throw CommandError(message: "the client stopped unexpectedly", status: ExitStatus.problems)
+        }
+    }
+
+    /// Waits (at most 10 s) until `descriptor` runs no sync cycle.
+    private static func cycleEnded(_ descriptor: InstantDocumentDescriptor) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await descriptor.syncCycleEnded() }
+            group.addTask { try? await Task.sleep(for: .seconds(10)) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
