@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Instant
 import InstantStore
-import Synchronization
 
 /// How the client commands reach a server: its URL and the JWT. A JWT is never written to
 /// disk, printed, or repeated in an error.
@@ -34,25 +33,10 @@ struct ClientOptions: ParsableArguments {
     /// then ends with exit status 5. An operation that fails sooner ends it with its own
     /// error.
     func wait(for operation: InstantOperation, progress: (@Sendable () -> Int64)? = nil) async throws {
-        let limit = Duration.seconds(timeout)
-        let expired = Atomic<Bool>(false)
-        let watchdog = Task {
-            let clock = ContinuousClock()
-            var (seen, since) = (progress?() ?? 0, clock.now)
-            while true {
-                try await Task.sleep(for: min(limit / 4, .seconds(1)))
-                let now = progress?() ?? 0
-                if now != seen { (seen, since) = (now, clock.now) }
-                if clock.now - since >= limit { break }
-            }
-            expired.store(true, ordering: .sequentiallyConsistent)
-            operation.cancel()
-        }
-        defer { watchdog.cancel() }
-        do {
-            try await operation.result()
-        } catch {
-            guard expired.load(ordering: .sequentiallyConsistent) else { throw error }
+        switch await StallWatchdog.wait(for: operation, limit: .seconds(timeout), progress: progress) {
+        case .finished: return
+        case .failed(let error): throw error
+        case .stalled:
             throw CommandError(
                 message: "nothing moved for \(timeout) s (--timeout): the server did not answer, or another process "
                     + "(an app, another instantctl sync) holds the layer's sync; check --server and the network, "
