@@ -28,15 +28,22 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: live.path))  // a live writer's file stays
     }
 
-    @Test func corruptLayerIsReplacedKeepingItsPendingChanges() throws {
-        let scratch = try Scratch()
+    /// A layer of many records and one pending change ("keep-me"), with a page of its
+    /// records damaged while the pending change stays readable; returns its key.
+    @discardableResult
+    private func damagedLayerKeepingAChange(_ scratch: Scratch) throws -> String {
         let layer = try scratch.store.createLayer(
             tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("v"))
         try layer.create(id: "keep-me", content: note("unsent"))
         let key = layer.key
         layer.close()
-        // Damage a page of the records while the pending changes stay readable.
         try damageLastPage(scratch.store.layout.layerPath(key: key))
+        return key
+    }
+
+    @Test func corruptLayerIsReplacedKeepingItsPendingChanges() throws {
+        let scratch = try Scratch()
+        try damagedLayerKeepingAChange(scratch)
 
         let found = try scratch.store.verify()
         #expect(found.remaining.map(\.kind).contains(.corruptLayer))
@@ -56,12 +63,7 @@ import Testing
     /// orphan now, goes to quarantine with the same repair's sweep.
     @Test func aReplacementWhoseOldFileStaysIsStillARepair() throws {
         let scratch = try Scratch()
-        let layer = try scratch.store.createLayer(
-            tenant: Scratch.tenant, document: "d", layer: "", snapshot: manyPageSnapshot("v"))
-        try layer.create(id: "keep-me", content: note("unsent"))
-        let key = layer.key
-        layer.close()
-        try damageLastPage(scratch.store.layout.layerPath(key: key))
+        let key = try damagedLayerKeepingAChange(scratch)
         let rule = "replace.beforeQuarantine@\(key)=eio"
         Failpoint.add(rule)
         let repaired: VerificationReport
