@@ -26,4 +26,27 @@ import Testing
             withExtendedLifetime(other) {}
         }
     }
+
+    /// Downloaded again with another user's JWT: the layer is that user's now, and this
+    /// descriptor's edits do not go into it (its process would send them as its own).
+    @Test func aLayerDownloadedAgainForAnotherUserTakesNoEditOfTheFirst() async throws {
+        try await ClientHarness.with { h in
+            let (_, _, descriptor) = try await h.downloadedDoc(user: "ana")
+            #expect(try descriptor.editableDocument.annotations().isEmpty)  // its handle is open
+
+            let other = try h.client()
+            let bobs = try await h.jwt("doc", user: "bob")
+            let anas = try other.documentDescriptor(forJWT: try await h.jwt("doc", user: "ana"))
+            try anas.removeLocalStorage()
+            let bob = try other.documentDescriptor(forJWT: bobs)
+            try await bob.download(usingJWT: bobs).result()
+
+            let refused = #expect(throws: InstantError.self) {
+                try descriptor.editableDocument.add(note("ana's", id: "a"))
+            }
+            #expect(refused?.code == .userIDMismatch, "\(String(describing: refused))")
+            #expect(try bob.editableDocument.annotations().isEmpty, "nothing of Ana's in Bob's layer")
+            withExtendedLifetime(other) {}
+        }
+    }
 }

@@ -246,16 +246,16 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
             throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
         }
         if let layer = mutable.withLock({ $0.layer }) { return layer }
-        do {
-            let layer = try client.store.openLayer(tenant: client.tenant, document: identifier, layer: layerName)
-            let kept = mutable.withLock { state in
-                if let existing = state.layer { return existing }
-                state.layer = layer
-                return layer
+        let layer: LayerDatabase
+        let owner: String?
+        do throws(StoreError) {
+            layer = try client.store.openLayer(tenant: client.tenant, document: identifier, layer: layerName)
+            do throws(StoreError) {
+                owner = try layer.metadata().userID
+            } catch {
+                layer.close()
+                throw error
             }
-            // Closed outside the lock: closing writes the layer's summary to the catalog.
-            if kept !== layer { layer.close() }
-            return kept
         } catch .noSuchLayer {
             throw InstantError(
                 .invalidDocument, "layer \"\(layerName)\" of \(identifier) is not downloaded: call download(usingJWT:)")
@@ -263,6 +263,26 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
             storeFailed(error)
             throw InstantError(error)
         }
+        // The layer stored now may be another user's: removed and downloaded again with
+        // another user's JWT, by another process. This descriptor's edits must not go into
+        // it (that process would send them as its user's).
+        let user = mutable.withLock { $0.userID }
+        guard (owner ?? "").hasSameBytes(as: user ?? "") else {
+            layer.close()
+            throw InstantError(
+                .userIDMismatch,
+                "\(self) is stored now for \(owner.map { "user \($0)" } ?? "no user"), not for "
+                    + "\(user.map { "user \($0)" } ?? "no user") (downloaded again by another process): get a "
+                    + "new descriptor with that user's JWT")
+        }
+        let kept = mutable.withLock { state in
+            if let existing = state.layer { return existing }
+            state.layer = layer
+            return layer
+        }
+        // Closed outside the lock: closing writes the layer's summary to the catalog.
+        if kept !== layer { layer.close() }
+        return kept
     }
 
     /// A store call failed: a layer removed from under us (by `removeLocalStorage()` or

@@ -120,7 +120,15 @@ public final class InstantDocument: Sendable {
                 throw try descriptorFailure(error)
             }
             descriptor?.storeFailed(removed)
-            guard let fresh = try? openLayer(), fresh !== layer else { throw InstantError(removed) }
+            let fresh: LayerDatabase
+            do {
+                fresh = try openLayer()
+            } catch  where error.code == .userIDMismatch {
+                throw error  // stored again, for another user
+            } catch {
+                throw InstantError(removed)
+            }
+            guard fresh !== layer else { throw InstantError(removed) }
             do {
                 return try body(fresh)
             } catch {
