@@ -302,6 +302,17 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         layer?.close()
     }
 
+    /// Lets `handle` go when it is still the one kept: a caller that failed on an old
+    /// handle must not close the fresh one another caller opened since.
+    func letGo(_ handle: LayerDatabase) {
+        let kept = mutable.withLock { state -> Bool in
+            guard state.layer === handle else { return false }
+            state.layer = nil
+            return true
+        }
+        if kept { handle.close() }
+    }
+
     /// A local change was made through the editable document.
     func localChangesMade() {
         // No hop when the engine has nothing to do: syncing after local changes is off (a

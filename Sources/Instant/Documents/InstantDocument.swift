@@ -119,7 +119,7 @@ public final class InstantDocument: Sendable {
             guard let removed = error as? StoreError, case .layerRemoved = removed else {
                 throw try descriptorFailure(error)
             }
-            descriptor?.storeFailed(removed)
+            descriptor?.letGo(layer)
             let fresh: LayerDatabase
             do {
                 fresh = try openLayer()

@@ -154,14 +154,17 @@ struct SyncWatch {
         }
     }
 
-    /// Waits (at most 10 s) until `descriptor` runs no sync cycle.
+    /// Waits until `descriptor` runs no sync cycle, however long a cycle's last write waits
+    /// for the layer (another process may hold it): a lost change it then tells would be
+    /// forgotten with no stream to take it. After 2 s, says so (a second Ctrl-C quits at
+    /// once).
     private static func cycleEnded(_ descriptor: InstantDocumentDescriptor) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await descriptor.syncCycleEnded() }
-            group.addTask { try? await Task.sleep(for: .seconds(10)) }
-            await group.next()
-            group.cancelAll()
+        let hint = Task {
+            try await Task.sleep(for: .seconds(2))
+            Output.warning("waiting for the sync in progress to end (Ctrl-C again quits at once)")
         }
+        await descriptor.syncCycleEnded()
+        hint.cancel()
     }
 
     /// Prints an event; returns the failure that ends the watch, if it is one.
