@@ -31,7 +31,8 @@ public final class InstantDocument: Sendable {
 
     /// The layer's annotations (with local changes applied), in identifier order.
     /// ``InstantError/Code/invalidDocument`` once the layer was removed, by this process or
-    /// another.
+    /// another (until it is downloaded again: then the layer stored now, if it is this
+    /// descriptor's user's; ``InstantError/Code/userIDMismatch`` if another user's).
     public func annotations() throws(InstantError) -> [InstantAnnotation] {
         let (stored, pending) = try onLayer { layer in try layer.annotationsAndPendingIDs() }
         return try stored.map { (annotation) throws(InstantError) in
@@ -123,10 +124,10 @@ public final class InstantDocument: Sendable {
             let fresh: LayerDatabase
             do {
                 fresh = try openLayer()
-            } catch  where error.code == .userIDMismatch {
-                throw error  // stored again, for another user
+            } catch where error.code == .invalidDocument {
+                throw InstantError(removed)  // not stored again
             } catch {
-                throw InstantError(removed)
+                throw error  // stored again for another user, or the store cannot say now
             }
             guard fresh !== layer else { throw InstantError(removed) }
             do {
