@@ -133,10 +133,11 @@ import ServerTestSupport
 
     /// A listener parked on a raw connection with `token`, and the answer to the next listen
     /// with it (503 once the cap is reached). On a loaded machine the parked request may not
-    /// be in yet when the next one comes (which then takes the place itself): start over
-    /// with a new parked one, a few times. (It parks for 80 s, below the server's 90 s idle
-    /// timeout: a loaded machine's setup has taken over 30 s, after which the place it held
-    /// was free again.)
+    /// be in yet when the next one comes (which then takes the place itself), or come in
+    /// only after it, once this loop has moved on and closed its connection: that one still
+    /// holds the place until the server sees the close, and the refusal is then its, while
+    /// the new parked one was refused too. So a refusal counts only while the parked
+    /// connection has had no answer; else start over, a few times.
     private func parkedAndRefused(_ server: TestServer, token: String) async throws -> (
         RawConnection, TestServer.Reply
     ) {
@@ -152,7 +153,9 @@ import ServerTestSupport
                     + "Authorization: Token token=\"\(token)\"\r\n\r\n")
             try await Task.sleep(for: .milliseconds(300 * attempt))
             refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
-            if refused?.status == 503 { break }
+            guard refused?.status == 503 else { continue }
+            let heard = await parked.readUntilClosed(seconds: 2)
+            if heard.data.isEmpty && !heard.closed { break }
         }
         return (parked, try #require(refused))
     }
