@@ -2,12 +2,14 @@ import InstantStore
 
 /// What a removal asked for by name covers: which layers, documents or tenants to remove,
 /// and which of their layers hold changes not yet synced. `instantctl rm` resolves one,
-/// refuses or exports when ``dirtyLayers`` is not empty, then calls ``remove(from:policy:)``.
+/// refuses or exports when ``dirtyLayers`` is not empty, then calls
+/// ``remove(from:policy:into:)``.
 ///
 /// ```swift
 /// let scope = try RemovalScope.resolve(.document("contract-7", tenant: nil), in: store)
 /// if scope.dirtyLayers.isEmpty {
-///     let report = try scope.remove(from: store, policy: .refuse)  // still refuses a change made meanwhile
+///     var report = RemovalReport()
+///     try scope.remove(from: store, policy: .refuse, into: &report)  // still refuses a change made meanwhile
 /// }
 /// ```
 public struct RemovalScope: Sendable, Equatable {
@@ -98,11 +100,12 @@ public struct RemovalScope: Sendable, Equatable {
             pendingChanges: dirty.reduce(0) { $0 + $1.pendingChangeCount })
     }
 
-    /// Removes every target, merging their reports. Stops at the first failure: what was
-    /// already removed stays removed, and the error says why the rest was not.
-    public func remove(from store: InstantStore, policy: PendingChangesPolicy) throws(StoreError) -> RemovalReport {
-        var report = RemovalReport()
+    /// Removes every target (a tenant is one transaction), merging their reports into
+    /// `report`. Stops at the first failure: what was already removed stays removed, and
+    /// stays in `report`, and the error says why the rest was not.
+    public func remove(
+        from store: InstantStore, policy: PendingChangesPolicy, into report: inout RemovalReport
+    ) throws(StoreError) {
         for target in targets { report.merge(try target.remove(from: store, policy)) }
-        return report
     }
 }

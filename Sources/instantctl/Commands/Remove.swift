@@ -86,9 +86,8 @@ struct Remove: ParsableCommand {
         }
         var report = RemovalReport()
         do {
-            // Target by target (a tenant is one transaction): what a failure leaves removed
-            // is said with the error, not lost with it.
-            for target in scope.targets { report.merge(try target.remove(from: store, policy)) }
+            // What a failure leaves removed stays in the report: said with the error.
+            try scope.remove(from: store, policy: policy, into: &report)
         } catch {
             let before = report.lines(verb: "removed")
             if !before.isEmpty {
