@@ -77,7 +77,7 @@ struct Sync: AsyncParsableCommand {
             } catch {
                 // Lost changes a killed process left are told (and forgotten) before the
                 // round, which may then fail: written now, or nobody would see them.
-                _ = await Self.lostChanges(in: events, for: descriptor, reading: writer.write)
+                await Self.lostChanges(in: events, for: descriptor, reading: writer.write)
                 _ = writer.closeAlone()
                 throw error
             }
@@ -85,7 +85,7 @@ struct Sync: AsyncParsableCommand {
             // and written.
             let annotations = try descriptor.editableDocument.annotations().count
             let left = try counted.layer.pendingChangeCount()
-            let (received, _, whole) = await Self.outcome(of: events, for: descriptor, reading: writer.write)
+            let (received, whole) = await Self.outcome(of: events, for: descriptor, reading: writer.write)
             guard whole else { throw Self.outputFailed(kept: true) }
             if options.json {
                 let rest: [String: JSONValue] = [
@@ -119,59 +119,43 @@ struct Sync: AsyncParsableCommand {
             status: ExitStatus.problems)
     }
 
-    /// The lost changes a failed cycle reported, waiting at most 2 s for its end. Each is
-    /// given to `reading` as it is read, and forgotten once the next event is asked for:
-    /// none may be dropped unseen (one still in hand at the timeout, or that `reading`
-    /// refuses, is told again by the next sync).
+    /// Gives `reading` the lost changes a failed cycle reported, waiting at most 2 s for
+    /// its end. Each is forgotten once the next event is asked for: none may be dropped
+    /// unseen (one still in hand at the timeout, or that `reading` refuses, is told again
+    /// by the next sync).
     static func lostChanges(
         in events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor,
         reading: @escaping @Sendable (InstantLostChange) -> Bool
-    ) async -> [InstantLostChange] {
-        let read = ReadLostChanges()
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                _ = await outcome(of: events, for: descriptor) { change in
-                    guard reading(change) else { return false }
-                    read.changes.withLock { $0.append(change) }
-                    return true
-                }
-            }
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await outcome(of: events, for: descriptor, reading: reading) }
             group.addTask { try? await Task.sleep(for: .seconds(2)) }
             await group.next()
             group.cancelAll()
-            await group.waitForAll()
-            return read.changes.withLock { $0 }
         }
     }
 
-    /// What the cycle that just ended reported: the changes received from other writers,
-    /// and the local changes lost. Its events are all in the stream already (they are
-    /// emitted before the operation completes), up to its `didFinishSync`.
-    /// `reading` sees each lost change as it is read, before the next event is asked for;
-    /// when it returns false, reading stops there (`whole` is then false).
+    /// What the cycle that just ended reported: how many changes it received from other
+    /// writers, each lost change given to `reading` as it is read, before the next event
+    /// is asked for. Its events are all in the stream already (they are emitted before the
+    /// operation completes), up to its `didFinishSync`. When `reading` returns false,
+    /// reading stops there (`whole` is then false).
     static func outcome(
         of events: AsyncStream<InstantEvent>, for descriptor: InstantDocumentDescriptor,
-        reading: @Sendable (InstantLostChange) -> Bool = { _ in true }
-    ) async -> (received: Int, lost: [InstantLostChange], whole: Bool) {
+        reading: @Sendable (InstantLostChange) -> Bool
+    ) async -> (received: Int, whole: Bool) {
         var received = 0
-        var lost: [InstantLostChange] = []
         for await event in events where event.descriptor == descriptor {
             switch event {
             case .didReceiveChanges(_, let changes): received += changes.count
             case .didLoseChange(_, let change):
-                guard reading(change) else { return (received, lost, false) }
-                lost.append(change)
-            case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, lost, true)
+                guard reading(change) else { return (received, false) }
+            case .didFinishSync, .didFailSync, .didFailAuthentication: return (received, true)
             default: continue
             }
         }
-        return (received, lost, true)
+        return (received, true)
     }
-}
-
-/// The lost changes a reading task saw, for the task that waited for it.
-private final class ReadLostChanges: Sendable {
-    let changes = Mutex<[InstantLostChange]>([])
 }
 
 /// Writes each lost change as it is read, before the next event is asked for (which makes
