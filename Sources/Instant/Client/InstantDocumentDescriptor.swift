@@ -267,13 +267,12 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         // another user's JWT, by another process. This descriptor's edits must not go into
         // it (that process would send them as its user's).
         let user = mutable.withLock { $0.userID }
-        guard (owner ?? "").hasSameBytes(as: user ?? "") else {
+        guard InstantJWT.isSameUser(owner, user) else {
             layer.close()
             throw InstantError(
                 .userIDMismatch,
-                "\(self) is stored now for \(owner.map { "user \($0)" } ?? "no user"), not for "
-                    + "\(user.map { "user \($0)" } ?? "no user") (downloaded again by another process): get a "
-                    + "new descriptor with that user's JWT")
+                "\(self) is stored now for \(InstantJWT.describeUser(owner)), not for \(InstantJWT.describeUser(user)) "
+                    + "(downloaded again by another process): get a new descriptor with that user's JWT")
         }
         let kept = mutable.withLock { state in
             if let existing = state.layer { return existing }

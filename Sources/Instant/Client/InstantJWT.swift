@@ -130,12 +130,20 @@ extension InstantJWT {
 
     /// ``checkUser(of:)`` for a layer stored for `owner` (nil: no user).
     func checkUser(storedFor owner: String?) throws(InstantError) {
-        guard !(owner ?? "").hasSameBytes(as: userID ?? "") else { return }
-        let owner = owner.flatMap { $0.isEmpty ? nil : "user \($0)" } ?? "no user"
-        let user = userID.flatMap { $0.isEmpty ? nil : "user \($0)" } ?? "no user"
+        guard !Self.isSameUser(owner, userID) else { return }
         throw InstantError(
             .userIDMismatch,
-            "the layer is stored for \(owner), and this JWT is for \(user): remove the document's local storage to change users"
-        )
+            "the layer is stored for \(Self.describeUser(owner)), and this JWT is for \(Self.describeUser(userID)): "
+                + "remove the document's local storage to change users")
+    }
+
+    /// Whether two `user_id`s are one user: by their bytes, no user and an empty one alike.
+    static func isSameUser(_ one: String?, _ other: String?) -> Bool {
+        (one ?? "").hasSameBytes(as: other ?? "")
+    }
+
+    /// "user ana", or "no user" (for none, or an empty one).
+    static func describeUser(_ id: String?) -> String {
+        id.flatMap { $0.isEmpty ? nil : "user \($0)" } ?? "no user"
     }
 }

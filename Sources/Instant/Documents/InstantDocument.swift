@@ -124,7 +124,7 @@ public final class InstantDocument: Sendable {
             let fresh: LayerDatabase
             do {
                 fresh = try openLayer()
-            } catch where error.code == .invalidDocument {
+            } catch  where error.code == .invalidDocument {
                 throw InstantError(removed)  // not stored again
             } catch {
                 throw error  // stored again for another user, or the store cannot say now
