@@ -74,6 +74,19 @@ struct ClientHarness: Sendable {
         return (client, log, try await downloaded(client, "doc", layer: layer, user: user))
     }
 
+    /// "doc" downloaded by one client, then another client recording its events and its
+    /// descriptor of the layer from the store, as after a restart: without a JWT.
+    func restartedDoc() async throws -> (client: InstantClient, log: EventLog, descriptor: InstantDocumentDescriptor) {
+        try await server.upload("doc", samplePDF())
+        let first = try client()
+        kept.clients.withLock { $0.append(first) }
+        _ = try await downloaded(first, "doc")
+        let client = try client()
+        kept.clients.withLock { $0.append(client) }
+        let log = await EventLog.recording(client)
+        return (client, log, try #require(client.localDocumentDescriptors()["doc"]?.first))
+    }
+
     /// The PDF stored for `document`: it must read back as `pdf`, and the store must
     /// verify clean (deep).
     @discardableResult

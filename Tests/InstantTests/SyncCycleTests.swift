@@ -417,13 +417,8 @@ import Testing
     /// for after that sync, keeps it from being retried): they set a timer of their own.
     @Test func changesMadeWhileAJWTIsAwaitedAreSentAfterReauthentication() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let first = try h.client()
-            _ = try await h.downloaded(first, "doc")
             // After a restart: no JWT; the first sync asks for one.
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            let (_, log, descriptor) = try await h.restartedDoc()
             descriptor.delayForSyncingLocalChanges = 0.2
             #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
             // The reauthentication's check waits at the proxy meanwhile.
@@ -448,13 +443,8 @@ import Testing
 
     @Test func anAuthenticationFailureWaitsForReauthentication() async throws {
         try await ClientHarness.with { h in
-            try await h.server.upload("doc", samplePDF())
-            let first = try h.client()
-            _ = try await h.downloaded(first, "doc")
             // After a restart: the descriptor comes from the store, without a JWT.
-            let client = try h.client()
-            let log = await EventLog.recording(client)
-            let descriptor = try #require(client.localDocumentDescriptors()["doc"]?.first)
+            let (_, log, descriptor) = try await h.restartedDoc()
             descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
             try descriptor.editableDocument.add(note("kept", id: "k"))
             #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
