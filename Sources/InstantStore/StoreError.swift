@@ -30,6 +30,10 @@ public enum StoreError: Error, Sendable, Equatable {
     /// The layer was removed (by this or another process) while it was open, or before a
     /// download could commit it.
     case layerRemoved(document: String, layer: String)
+    /// The layer handle was closed (its local storage removed, its client let go of it)
+    /// while a caller still held it; nothing was read or written through it. Open the
+    /// layer again.
+    case layerClosed(key: String)
     /// No document with this identifier in this tenant.
     case noSuchDocument(tenant: String, document: String)
     /// No layer with this name on this document.
@@ -92,6 +96,7 @@ public enum StoreError: Error, Sendable, Equatable {
         case .noSuchBlob: "no_such_blob"
         case .corruptLayer: "corrupt_layer"
         case .layerRemoved: "layer_removed"
+        case .layerClosed: "layer_closed"
         case .noSuchDocument: "no_such_document"
         case .noSuchLayer: "no_such_layer"
         case .documentHasNoPDF: "document_has_no_pdf"
@@ -138,6 +143,9 @@ extension StoreError: CustomStringConvertible, LocalizedError {
             "layer database \(key) is corrupt (\(reason)); run `instantctl verify --repair`"
         case .layerRemoved(let document, let layer):
             "layer \(StoreError.quoted(layer)) of document \(StoreError.quoted(document)) was removed while in use; download it again"
+        case .layerClosed(let key):
+            "this handle to layer database \(key) was closed while in use (its local storage removed, or its client "
+                + "gone); nothing was done through it: open the layer again"
         case .noSuchDocument(let tenant, let document):
             "no document \(StoreError.quoted(document)) is stored for \(tenant)"
         case .noSuchLayer(let tenant, let document, let layer):

@@ -1,5 +1,6 @@
 import Foundation
 import Instant
+import Synchronization
 import Testing
 
 /// A layer removed and downloaded again by another process (`instantctl rm`, then a
@@ -48,5 +49,74 @@ import Testing
             #expect(try bob.editableDocument.annotations().isEmpty, "nothing of Ana's in Bob's layer")
             withExtendedLifetime(other) {}
         }
+    }
+
+    /// Reads and writes on other threads while the descriptor removes its layer and
+    /// downloads it again, over and over: the removal closes the handle they may be about
+    /// to use (before, SQLite was called without a connection, and the process crashed).
+    /// Each call returns, or says the layer is not there (`invalidDocument`).
+    @Test func readsAndWritesRacingRemovalsReturnOrSayTheLayerIsGone() async throws {
+        try await ClientHarness.with { h in
+            let (_, _, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            let token = try await h.jwt("doc")
+            // Threads of their own: calls that block must not hold the cooperative pool,
+            // which the downloads below need.
+            let workers = (0..<3).map { worker in
+                RacingWorker {
+                    if worker == 0 {
+                        try descriptor.editableDocument.add(note("racing", id: "w\(UUID())"))
+                    } else {
+                        _ = try descriptor.readOnlyDocument().annotations()
+                    }
+                }
+            }
+            for _ in 0..<15 {
+                try descriptor.removeLocalStorage()
+                try await Task.sleep(for: .milliseconds(2))
+                try await descriptor.download(usingJWT: token).result()
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            for worker in workers {
+                let (calls, refused) = await worker.stop()
+                #expect(calls > 0)
+                #expect(refused.isEmpty, "\(refused.prefix(3))")
+            }
+        }
+    }
+}
+
+/// A call made over and over on a thread of its own until ``stop()``, counting the calls
+/// that returned or said the layer is not there (`invalidDocument`), and keeping any
+/// other failure.
+private final class RacingWorker: Sendable {
+    private let state = Mutex((stopped: false, calls: 0, refused: [String]()))
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ call: @escaping @Sendable () throws -> Void) {
+        Thread.detachNewThread { [self] in
+            while !state.withLock({ $0.stopped }) {
+                do {
+                    try call()
+                    state.withLock { $0.calls += 1 }
+                } catch let error as InstantError where error.code == .invalidDocument {
+                    state.withLock { $0.calls += 1 }
+                } catch {
+                    state.withLock { $0.refused.append("\(error)") }
+                }
+            }
+            finished.signal()
+        }
+    }
+
+    func stop() async -> (calls: Int, refused: [String]) {
+        state.withLock { $0.stopped = true }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.finished.wait()
+                continuation.resume()
+            }
+        }
+        return state.withLock { ($0.calls, $0.refused) }
     }
 }

@@ -14,7 +14,7 @@ extension InstantError {
             case .invalidServerURL: .invalidURL
             case .invalidAnnotationContent: .invalidJSONStructure
             case .pendingChanges, .layerUnreadable: .couldNotRemoveDiskCacheEntries
-            case .noSuchDocument, .noSuchLayer, .documentHasNoPDF, .layerRemoved: .invalidDocument
+            case .noSuchDocument, .noSuchLayer, .documentHasNoPDF, .layerRemoved, .layerClosed: .invalidDocument
             default: .unknown
             }
         var sqlite: Int32?

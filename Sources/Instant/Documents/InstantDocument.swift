@@ -111,25 +111,32 @@ public final class InstantDocument: Sendable {
     /// `body` on the layer's handle. When the handle's layer was removed, it is let go; if
     /// another layer is stored now (`removeLocalStorage()` then a download again, with a
     /// handle to the old one kept by a task that opened it in between), `body` runs once
-    /// more on that one. (A write the removed layer refused wrote nothing.)
+    /// more on that one. So it does when another thread closed the handle while `body` was
+    /// about to use it (a removal, or another call letting a removed layer go). A write
+    /// the removed layer or the closed handle refused wrote nothing.
     private func onLayer<T>(_ body: (LayerDatabase) throws -> T) throws(InstantError) -> T {
         let layer = try openLayer()
         do {
             return try body(layer)
         } catch {
-            guard let removed = error as? StoreError, case .layerRemoved = removed else {
-                throw try descriptorFailure(error)
+            guard let failure = error as? StoreError else { throw try descriptorFailure(error) }
+            switch failure {
+            case .layerRemoved: descriptor?.letGo(layer)
+            case .layerClosed: break  // let go already by whoever closed it
+            default: throw try descriptorFailure(error)
             }
-            descriptor?.letGo(layer)
             let fresh: LayerDatabase
             do {
                 fresh = try openLayer()
             } catch  where error.code == .invalidDocument {
-                throw InstantError(removed)  // not stored again
+                // Not stored again: a removed layer is said as such; a closed handle, as
+                // the descriptor says now (removed, or its client gone).
+                if case .layerRemoved = failure { throw InstantError(failure) }
+                throw error
             } catch {
                 throw error  // stored again for another user, or the store cannot say now
             }
-            guard fresh !== layer else { throw InstantError(removed) }
+            guard fresh !== layer else { throw InstantError(failure) }
             do {
                 return try body(fresh)
             } catch {

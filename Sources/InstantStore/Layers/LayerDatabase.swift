@@ -228,7 +228,7 @@ public final class LayerDatabase: Sendable {
         return LayerSummary(annotationCount: counts.0, pendingCount: counts.1 + counts.2, bytes: bytes)
     }
 
-    /// Closes the file; later calls fail.
+    /// Closes the file; later calls throw ``StoreError/layerClosed(key:)``.
     public func close() {
         hooks.willClose?(self)
         try? queue.close()
@@ -237,8 +237,36 @@ public final class LayerDatabase: Sendable {
 
     // MARK: Helpers
 
+    /// A read in one deferred transaction, in read-only mode (as `DatabaseQueue.read`).
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try queue.read(body) } catch { throw flagged(LayerDatabase.map(error, key: key)) }
+        do {
+            return try onConnection { db in
+                try db.readOnly {
+                    var result: T?
+                    try db.inTransaction(.deferred) {
+                        result = try body(db)
+                        return .commit
+                    }
+                    guard let result else {
+                        throw StoreError.database(extendedCode: 2, message: "a read gave no result")
+                    }
+                    return result
+                }
+            }
+        } catch {
+            throw flagged(LayerDatabase.map(error, key: key))
+        }
+    }
+
+    /// Runs `body` on the handle's connection, or throws `layerClosed` once ``close()``
+    /// ran. A closed queue has no connection left, and SQLite's calls crash on none (GRDB
+    /// does not check): another thread may close a handle a caller still holds (a removal,
+    /// a document letting a removed layer go). Checked on the queue, as `close()` runs.
+    private func onConnection<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.inDatabase { db in
+            guard db.sqliteConnection != nil else { throw StoreError.layerClosed(key: key) }
+            return try body(db)
+        }
     }
 
     /// A durable write: IMMEDIATE, refused once the layer is removed; then the catalog's
@@ -254,7 +282,7 @@ public final class LayerDatabase: Sendable {
         var resolved = false
         while true {
             do {
-                try queue.writeWithoutTransaction { db in
+                try onConnection { db in
                     try LayerDatabase.immediateTransaction(db) {
                         // No meta row reads as removed.
                         let removed = try db.fetchInt64("SELECT removed FROM meta") ?? 1
