@@ -28,6 +28,32 @@ import Testing
         }
     }
 
+    /// Removed by another process, then downloaded again by this descriptor: the handle it
+    /// kept to the removed layer is let go when the download starts, so the sync after it
+    /// runs on the layer stored now (before, it failed on the old handle, `layer_removed`,
+    /// and was not tried again).
+    @Test func aLayerAnotherClientRemovedAndThisOneDownloadedAgainSyncs() async throws {
+        try await ClientHarness.with { h in
+            let (_, _, descriptor) = try await h.downloadedDoc()
+            descriptor.delayForSyncingLocalChanges = InstantSyncingLocalChangesDisabled
+            try descriptor.editableDocument.add(note("first", id: "a"))
+            try await descriptor.sync().result()  // its handle is open
+
+            let other = try h.client()
+            let token = try await h.jwt("doc")
+            try other.documentDescriptor(forJWT: token).removeLocalStorage()
+            #expect(descriptor.documentState == .unknown)
+
+            try await descriptor.download(usingJWT: token).result()
+            #expect(await failure(of: descriptor.sync()) == nil)  // its first touch of the layer
+            try descriptor.editableDocument.add(note("second", id: "b"))
+            #expect(await failure(of: descriptor.sync()) == nil)
+            #expect(try await h.serverAnnotations("doc").map(\.id).sorted() == ["a", "b"])
+            #expect(descriptor.documentState == .clean)
+            withExtendedLifetime(other) {}
+        }
+    }
+
     /// Downloaded again with another user's JWT: the layer is that user's now, and this
     /// descriptor's edits do not go into it (its process would send them as its own).
     @Test func aLayerDownloadedAgainForAnotherUserTakesNoEditOfTheFirst() async throws {

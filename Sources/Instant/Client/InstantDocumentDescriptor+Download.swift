@@ -64,11 +64,19 @@ extension InstantDocumentDescriptor {
             }
         }
         let progress = Progress(totalUnitCount: -1)
+        var stale: LayerDatabase?
         let started = mutable.withLock { state -> (InstantOperation, Bool)? in
             // An invalid descriptor is no longer its client's: a removal by the client
             // would neither count nor cancel a download of it.
             if state.invalidated { return nil }
             if let running = state.download { return (running, false) }
+            // A handle kept while the layer is not stored is to a layer another process
+            // removed: let go, so that the layer this download stores is the one opened
+            // next (by a sync, which would otherwise fail on the old one).
+            if storedLayerKey == nil {
+                stale = state.layer
+                state.layer = nil
+            }
             state.jwt = jwt
             // A new download is this JWT's user's, with or without one (a removal may have
             // taken the layer of the user named before); a stored layer keeps its own.
@@ -87,6 +95,8 @@ extension InstantDocumentDescriptor {
             state.progress = progress
             return (operation, true)
         }
+        // Closed outside the lock: closing writes the layer's summary to the catalog.
+        stale?.close()
         guard let started else {
             throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
         }

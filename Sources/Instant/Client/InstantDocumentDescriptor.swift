@@ -183,7 +183,7 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
                     let told = toldLostChanges.sequences(layerKey: layer.key)
                     return try layer.liveLocalChangeCount(excludingLost: told) == 0 ? .clean : .dirty
                 } catch {
-                    storeFailed(error)
+                    storeFailed(error, on: layer)
                 }
             }
             return local.state == .clean ? .clean : .dirty
@@ -285,10 +285,13 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
     }
 
     /// A store call failed: a layer removed from under us (by `removeLocalStorage()` or
-    /// `instantctl rm` in another process) is let go, so the state reads `unknown`.
-    func storeFailed(_ error: StoreError) {
+    /// `instantctl rm` in another process) is let go, so the state reads `unknown`. With
+    /// `handle`, the handle that failed: let go only while it is still the one kept (a
+    /// caller that reopened since keeps the fresh one); without, whatever is kept.
+    func storeFailed(_ error: StoreError, on handle: LayerDatabase? = nil) {
         switch error {
-        case .layerRemoved, .noSuchLayer, .corruptLayer: closeLayer()
+        case .layerRemoved, .noSuchLayer, .corruptLayer:
+            if let handle { letGo(handle) } else { closeLayer() }
         default: break
         }
     }

@@ -119,11 +119,11 @@ public final class InstantDocument: Sendable {
         do {
             return try body(layer)
         } catch {
-            guard let failure = error as? StoreError else { throw try descriptorFailure(error) }
+            guard let failure = error as? StoreError else { throw try descriptorFailure(error, on: layer) }
             switch failure {
             case .layerRemoved: descriptor?.letGo(layer)
             case .layerClosed: break  // let go already by whoever closed it
-            default: throw try descriptorFailure(error)
+            default: throw try descriptorFailure(error, on: layer)
             }
             let fresh: LayerDatabase
             do {
@@ -140,15 +140,16 @@ public final class InstantDocument: Sendable {
             do {
                 return try body(fresh)
             } catch {
-                throw try descriptorFailure(error)
+                throw try descriptorFailure(error, on: fresh)
             }
         }
     }
 
-    /// A store failure, after telling the descriptor (a removed layer drops its handle).
-    private func descriptorFailure(_ error: any Error) throws(InstantError) -> InstantError {
+    /// A store failure on `handle`, after telling the descriptor (a removed layer lets go
+    /// of that handle).
+    private func descriptorFailure(_ error: any Error, on handle: LayerDatabase) throws(InstantError) -> InstantError {
         guard let error = error as? StoreError else { return InstantError(.unknown, "\(error)") }
-        descriptor?.storeFailed(error)
+        descriptor?.storeFailed(error, on: handle)
         return InstantError(error)
     }
 

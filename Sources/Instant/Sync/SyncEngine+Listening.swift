@@ -1,4 +1,5 @@
 import Foundation
+import InstantStore
 
 /// Listening for server changes: a long poll on the layer's revision, for as long as
 /// starts outnumber stops; a change (or a reset) on the server starts a sync. A server
@@ -99,8 +100,11 @@ extension SyncEngine {
                 return
             }
             let changed: Bool
+            var handle: LayerDatabase?
             do {
-                let meta = try descriptor.openLayer().metadata()
+                let layer = try descriptor.openLayer()
+                handle = layer
+                let meta = try layer.metadata()
                 // The stops asked for before the poll: one asked for while it waits stops the
                 // sync it ends with (withdrawn, or ended after its round), as it would a timer's.
                 stopsBeforePoll = descriptor.stopsAsked
@@ -124,9 +128,13 @@ extension SyncEngine {
                 changed = true
             } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
                 changed = true  // the sync reports it, and listening waits for a new JWT
+            } catch let closed as StoreError where closed.code == "layer_closed" {
+                // Another thread closed the handle (a removal, whose mark the top of the
+                // loop reads; a document letting a removed layer go): opened again there.
+                continue
             } catch {
                 if Task.isCancelled { return }
-                let failure = Self.instantError(error, descriptor)
+                let failure = Self.instantError(error, descriptor, on: handle)
                 // What a wait can mend is an outage: the network, the server busy or
                 // failing, an answer that is not the server's (a captive portal's page, a
                 // load balancer's bare 404). Listening is what the app asked for, and nobody

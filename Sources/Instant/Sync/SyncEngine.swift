@@ -209,6 +209,8 @@ actor SyncEngine {
         let parsedJWT = descriptor.jwt
         // The JWT the last request went out with: an authentication failure is this one's.
         var usedJWT = parsedJWT?.token
+        // The handle the cycle syncs through, once open: a store failure lets go of it.
+        var cycleLayer: LayerDatabase?
         do {
             guard var parsedJWT else {
                 await Self.tellLostChangesLeftBehind(descriptor, client)
@@ -216,10 +218,9 @@ actor SyncEngine {
                     .accessDenied, "the descriptor has no JWT (they are never stored): call reauthenticate(withJWT:)")
             }
             // Opening reads (and may migrate) the file: off the cooperative pool too.
-            let (layer, owner) = try await Offload.run {
-                let layer = try descriptor.openLayer()
-                return (layer, try layer.metadata().userID)
-            }
+            let layer = try await Offload.run { try descriptor.openLayer() }
+            cycleLayer = layer
+            let owner = try await Offload.run { try layer.metadata().userID }
             // Checked when the JWT was given too, but a JWT given while the layer was not
             // stored yet (its download running) could not be: another user's would have
             // this layer's unanswered changes judged as theirs.
@@ -273,7 +274,7 @@ actor SyncEngine {
             retryAttempt = 0
             awaitingAuthentication = false
         } catch {
-            result = .failure(Self.instantError(error, descriptor))
+            result = .failure(Self.instantError(error, descriptor, on: cycleLayer))
             // The next cycle (after the backoff) may take one snapshot again.
             resetStreak = min(resetStreak, Self.resetsInARow - 1)
         }
@@ -369,10 +370,13 @@ actor SyncEngine {
         _ = await startCycle()
     }
 
-    /// The cycle's error for `error`; a store failure is also told to the descriptor (a
-    /// removed layer lets go of its handle).
-    static func instantError(_ error: any Error, _ descriptor: InstantDocumentDescriptor) -> InstantError {
-        if let error = error as? StoreError { descriptor.storeFailed(error) }
+    /// The cycle's error for `error`; a store failure on `handle` is also told to the
+    /// descriptor (a removed layer lets go of that handle, if it is still the one kept).
+    /// (A failure to open the layer was told by the open.)
+    static func instantError(
+        _ error: any Error, _ descriptor: InstantDocumentDescriptor, on handle: LayerDatabase?
+    ) -> InstantError {
+        if let error = error as? StoreError, let handle { descriptor.storeFailed(error, on: handle) }
         return InstantError(from: error, cancelled: "the sync was cancelled (stopSyncing)") {
             InstantError(.unknown, "\($0)")
         }
