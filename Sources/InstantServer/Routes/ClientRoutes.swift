@@ -116,8 +116,10 @@ struct ClientRoutes {
         try identity.require(.readDocument, for: "listening")
         // A listen carries no body. One that did would sit unread below the close watch
         // (which reads the connection to its end), and its handler could never return.
-        if request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap { Int($0) } ?? 0) != 0
-        {
+        // A length that is not exactly 0 is one, also past Int's range (which the HTTP
+        // parser takes, up to 2^64 - 1).
+        let length = request.headers[.contentLength]
+        if request.headers[.transferEncoding] != nil || (length != nil && length.flatMap { UInt64($0) } != 0) {
             throw ProtocolError(.invalidRequest, "listen takes no request body")
         }
         let query = request.uri.queryParameters
