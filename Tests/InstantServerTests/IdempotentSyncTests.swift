@@ -179,6 +179,36 @@ import ServerTestSupport
         }
     }
 
+    /// A create the ledger has no verdict for is taken for the client's own replay only
+    /// when the record it last wrote holds its content byte for byte: text that is merely canonically equivalent
+    /// ("é" as one code point, or as "e" and a combining accent), which Swift's `==` on
+    /// String takes for equal, is another content, refused as the existing record it meets.
+    @Test func aCreateSentAgainIsAReplayOnlyForTheSameBytes() async throws {
+        try await TestServer.with { server in
+            try await server.upload("d", samplePDF(2_000))
+            let ana = try await server.token(document: "d", user: "ana")
+            let composed = SyncRequest(
+                clientId: "ana-7-0123456789abcdef", baseRevision: 0,
+                changes: [ClientChange(changeId: 1, kind: .create, id: "x", content: annotation("caf\u{E9}"))])
+            let created = try await server.sync("d", token: ana, composed)
+            #expect(created.results.first?.accepted == true)
+            let decomposed = SyncRequest(
+                clientId: "ana-7-0123456789abcdef", epoch: created.epoch, baseRevision: 0,
+                changes: [ClientChange(changeId: 2, kind: .create, id: "x", content: annotation("cafe\u{301}"))])
+            let late = try await server.sync("d", token: ana, decomposed)
+            #expect(late.results.first?.replayed == false, "\(late.results)")
+            #expect(late.results.first?.reason == .alreadyExists, "\(late.results)")
+            // The same bytes again (under another change id, as a client that lost its
+            // numbering sends them) are the replay they are.
+            let again = try await server.sync(
+                "d", token: ana,
+                SyncRequest(
+                    clientId: "ana-7-0123456789abcdef", epoch: created.epoch, baseRevision: 0,
+                    changes: [ClientChange(changeId: 3, kind: .create, id: "x", content: annotation("caf\u{E9}"))]))
+            #expect(again.results.first?.accepted == true && again.results.first?.replayed == true, "\(again.results)")
+        }
+    }
+
     /// A create whose verdict the server no longer keeps (sent again after the 7-day
     /// window: its first answer was lost, the client was offline) is decided afresh. If
     /// another writer deleted the record meanwhile, the create loses with `conflict`: it

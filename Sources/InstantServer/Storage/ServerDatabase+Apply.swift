@@ -160,9 +160,12 @@ extension ServerDatabase {
             case .create:
                 if live && !authority.createReplaces {
                     // This client's own create sent again (its answer lost): the live record
-                    // it wrote last holds this very content. Not written again: a write would
-                    // take back any later change of the record.
-                    if lastWrittenByThisClient, try storedContent(key, layer: ref.id, in: db) == content {
+                    // it wrote last holds this very content, byte for byte (String's `==`
+                    // takes canonically equivalent text for equal). Not written again: a
+                    // write would take back any later change of the record.
+                    if lastWrittenByThisClient, let content,
+                        try storedContent(key, layer: ref.id, in: db)?.utf8.elementsEqual(content.utf8) == true
+                    {
                         answerAsReplay()
                         continue
                     }
