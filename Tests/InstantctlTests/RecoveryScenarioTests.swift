@@ -44,7 +44,7 @@ import Testing
         // d. verify says what to do.
         let broken = try await instantctl(["verify"], root: root)
         #expect(broken.status != 0)
-        #expect(broken.error.contains("--rebuild-catalog"), "\(broken.error)")
+        #expect(broken.error.contains("--rebuild-catalog"), "status \(broken.status): \(broken.output)\(broken.error)")
 
         // e. Rebuild and repair.
         let rebuilt = try await instantctl(["verify", "--repair", "--rebuild-catalog"], root: root)

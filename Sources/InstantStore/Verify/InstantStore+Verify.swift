@@ -61,10 +61,20 @@ extension InstantStore {
         let deepCount =
             options.deep ? Int((Double(blobs.count) * min(max(options.sampleFraction, 0), 1)).rounded(.up)) : 0
         var bytes: Int64 = 0
-        for (index, blob) in blobs.enumerated() {
-            guard let hash = BlobHash(hex: blob.sha256) else { continue }
+        for (index, listed) in blobs.enumerated() {
+            guard let hash = BlobHash(hex: listed.sha256) else { continue }
             let reader = BlobReader(layout: layout, hash: hash)
+            try Failpoint.check("verify.blob.beforeCheck", path: reader.path)
             let identity = FileSystem.identity(reader.path)
+            // The row as it is now, read after the file's identity: the list above may be
+            // older than the blob stored again since (a prune, then a download of another
+            // frame size), whose good file would not match the sizes listed. Gone since:
+            // collected, nothing to check.
+            guard let blob = try catalog.read({ db in try BlobRecord.fetchOne(db, key: listed.sha256) }) else {
+                options.progress?(
+                    VerifyProgress(phase: "blobs", completed: index + 1, total: blobs.count, bytes: bytes))
+                continue
+            }
             report.blobsChecked += 1
             do throws(StoreError) {
                 try reader.checkHeader(expectedSize: blob.size, expectedStoredSize: blob.storedSize)
@@ -100,7 +110,8 @@ extension InstantStore {
                 let missing = !FileSystem.exists(reader.path)
                 var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
                 if options.repair {
-                    problem.fixed = try quarantineBlob(hash, ifStill: identity)
+                    problem.fixed = try quarantineBlob(
+                        hash, ifStill: identity, checked: (size: blob.size, storedSize: blob.storedSize))
                     if !problem.fixed { problem.detail += "; replaced meanwhile, left alone" }
                 } else {
                     // A finding, not a fix: the documents on it read `invalid`, and their
@@ -117,8 +128,10 @@ extension InstantStore {
     /// that used it flagged corrupt with no PDF (so the next download fetches the PDF alone).
     ///
     /// Decided again inside the write transaction: when the file is no longer the one
-    /// found bad (`identity`: an ingest replaced it with good bytes meanwhile), nothing is
-    /// done and false returned.
+    /// found bad (`identity`: an ingest replaced it with good bytes meanwhile), or the row
+    /// no longer says what the file was checked against (`checked`, when given: the blob
+    /// stored again meanwhile, in a frame of another size), nothing is done and false
+    /// returned.
     ///
     /// The file keeps its name in `blobs/` until the row is gone: it is linked into
     /// `quarantine/` (synced), its row deleted and its path tombstoned, in one transaction,
@@ -127,7 +140,9 @@ extension InstantStore {
     /// file system without hard links the file is copied instead, before the write lock
     /// (seconds, for a large PDF); a copy leaves the file's identity as it was, so the
     /// transaction still tells whether it is the file found bad.
-    func quarantineBlob(_ hash: BlobHash, ifStill identity: FileIdentity?) throws(StoreError) -> Bool {
+    func quarantineBlob(
+        _ hash: BlobHash, ifStill identity: FileIdentity?, checked: (size: Int64, storedSize: Int64)? = nil
+    ) throws(StoreError) -> Bool {
         let relative = StoreLayout.blobRelativePath(hash)
         let path = layout.blobPath(hash)
         var copied: String?
@@ -135,7 +150,10 @@ extension InstantStore {
         while true {
             do {
                 done = try catalog.write { [copied] db in
-                    guard FileSystem.identity(path) == identity, try BlobRecord.exists(db, key: hash.hex) else {
+                    guard FileSystem.identity(path) == identity,
+                        let row = try BlobRecord.fetchOne(db, key: hash.hex),
+                        checked.map({ $0 == (row.size, row.storedSize) }) ?? true
+                    else {
                         return false
                     }
                     if identity != nil {
