@@ -135,6 +135,10 @@ extension InstantDocumentDescriptor {
     /// work; the PDF stays for the document's other layers. The descriptor is `unknown`
     /// again and may download again (the PDF does not move twice).
     ///
+    /// When the removal fails (the store busy, full, or the layer unreadable), the layer
+    /// stays as it was and its changes are synced as before (after the delay); a download
+    /// that was running stays cancelled.
+    ///
     /// - Throws: `invalidDocument` for an invalid descriptor (its storage was removed
     ///   already, with its document's or the client's): the layer stored now under its
     ///   name is another descriptor's, which this one must not remove.
@@ -165,7 +169,9 @@ extension InstantDocumentDescriptor {
         } catch .noSuchLayer {
             // Nothing stored.
         } catch {
-            // Still stored: listening (if asked for) goes on.
+            // Still stored: listening (if asked for) goes on, and the changes waiting to be
+            // sent get the sync the stop above took from them (its timer, or a retry's).
+            if (try? openLayer().pendingChangeCount()) ?? 0 > 0 { localChangesMade() }
             throw InstantError(error)
         }
         // Its long poll is network work of the removed layer too; listening resumes, if

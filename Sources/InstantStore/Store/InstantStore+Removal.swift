@@ -218,7 +218,7 @@ extension InstantStore {
                     }
                 }
             }
-            try Failpoint.check("remove.afterMark")
+            try Failpoint.check("remove.afterMark", path: layout.layerPath(key: row.key))
             try db.execute(sql: "DELETE FROM layer WHERE id = ? AND key = ?", arguments: [row.id, row.key])
             // Another process removed it since the rows were read: nothing to count.
             guard db.changesCount == 1 else { continue }
