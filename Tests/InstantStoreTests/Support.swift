@@ -90,3 +90,12 @@ func runWorker(_ arguments: [String], failpoint: String? = nil, within limit: Du
 
 /// `instant-store-worker`, built with the tests.
 let workerURL = Executables.url("instant-store-worker")
+
+/// `body` on a thread of its own, awaited without holding a thread of Swift's cooperative
+/// pool: blocking store calls (fsyncs, a failpoint's wait) run there, and the suite's
+/// other tests (timers, in-process servers) need the pool's two threads meanwhile.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}

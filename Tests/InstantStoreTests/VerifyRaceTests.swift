@@ -26,7 +26,8 @@ import Testing
         Failpoint.add(rule)
         defer { Failpoint.remove(rule) }
         let store = scratch.store
-        let verifying = Task.detached { try store.verify(VerifyOptions(repair: true)) }
+        // On a thread of its own: it waits at the failpoint.
+        async let verifying = onThread { try store.verify(VerifyOptions(repair: true)) }
         while !FileManager.default.fileExists(atPath: signal + ".reached") {
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -40,7 +41,7 @@ import Testing
         _ = try await ingest.commit(tenant: Scratch.tenant, document: "d")
         try FileManager.default.removeItem(atPath: signal)
 
-        let report = try await verifying.value
+        let report = try await verifying
         #expect(report.problems.isEmpty, "\(report.problems)")
         #expect(try scratch.store.quarantinedFiles().isEmpty)
         #expect(FileManager.default.fileExists(atPath: scratch.store.layout.blobPath(hash)))
