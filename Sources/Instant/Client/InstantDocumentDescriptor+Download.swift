@@ -36,6 +36,10 @@ extension InstantDocumentDescriptor {
         // Taken before the store is read: a removal counted from here on, or running now,
         // withdraws this download, whatever the reads below saw.
         let removalsAtStart = removalsAtDownloadStart()
+        // The handle kept before the store is read: when the read finds the layer not
+        // stored, that handle is to a removed layer. (One opened after the read may be to
+        // a layer another download stored since, and is in use: it stays.)
+        let keptBeforeRead = mutable.withLock { $0.layer }
         // One look at the store for both checks; it runs before every download. A store
         // that cannot be read fails the download rather than skip the user's check.
         let stored = mutable.withLock { $0.invalidated } ? nil : try client.localDescriptor(identifier, layerName)
@@ -73,8 +77,8 @@ extension InstantDocumentDescriptor {
             // A handle kept while the layer is not stored is to a layer another process
             // removed: let go, so that the layer this download stores is the one opened
             // next (by a sync, which would otherwise fail on the old one).
-            if storedLayerKey == nil {
-                stale = state.layer
+            if storedLayerKey == nil, let kept = state.layer, kept === keptBeforeRead {
+                stale = kept
                 state.layer = nil
             }
             state.jwt = jwt

@@ -172,6 +172,9 @@ extension InstantDocumentDescriptor {
             // Still stored: listening (if asked for) goes on, and the changes waiting to be
             // sent get the sync the stop above took from them (its timer, or a retry's).
             if (try? openLayer().pendingChangeCount()) ?? 0 > 0 { localChangesMade() }
+            // A listen loop that met the handle closed above ended (it took the removal for
+            // done): it begins again, if still asked for.
+            Task { await engine.resumeListening() }
             throw InstantError(error)
         }
         // Its long poll is network work of the removed layer too; listening resumes, if

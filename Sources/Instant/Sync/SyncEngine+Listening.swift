@@ -129,8 +129,13 @@ extension SyncEngine {
             } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
                 changed = true  // the sync reports it, and listening waits for a new JWT
             } catch let closed as StoreError where closed.code == "layer_closed" {
-                // Another thread closed the handle (a removal, whose mark the top of the
-                // loop reads; a document letting a removed layer go): opened again there.
+                // Another thread closed the handle. This descriptor's removal: listening
+                // pauses with it, and goes on after the next download (resumeListening).
+                // Else (a document letting a removed layer go): opened again at the top.
+                if descriptor.removalsInFlight.load(ordering: .sequentiallyConsistent) > 0 {
+                    endListening(generation)
+                    return
+                }
                 continue
             } catch {
                 if Task.isCancelled { return }

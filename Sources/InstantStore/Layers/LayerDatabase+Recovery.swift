@@ -33,8 +33,17 @@ extension LayerDatabase {
     }
 
     /// Clears the removed mark after a removal whose catalog transaction failed.
+    /// Runs on a client's shared handle too (a write that met a stale mark), which
+    /// another thread may have closed: `layerClosed` then.
     func unmarkRemoved() throws(StoreError) {
-        do { try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 0") } } catch {
+        do {
+            try onConnection { db in
+                try db.inTransaction {
+                    try db.execute(sql: "UPDATE meta SET removed = 0")
+                    return .commit
+                }
+            }
+        } catch {
             throw LayerDatabase.map(error, key: key)
         }
     }

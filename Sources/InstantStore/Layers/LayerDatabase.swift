@@ -262,7 +262,7 @@ public final class LayerDatabase: Sendable {
     /// ran. A closed queue has no connection left, and SQLite's calls crash on none (GRDB
     /// does not check): another thread may close a handle a caller still holds (a removal,
     /// a document letting a removed layer go). Checked on the queue, as `close()` runs.
-    private func onConnection<T>(_ body: (Database) throws -> T) throws -> T {
+    func onConnection<T>(_ body: (Database) throws -> T) throws -> T {
         try queue.inDatabase { db in
             guard db.sqliteConnection != nil else { throw StoreError.layerClosed(key: key) }
             return try body(db)

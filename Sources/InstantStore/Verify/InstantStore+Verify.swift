@@ -113,14 +113,36 @@ extension InstantStore {
                     problem.fixed = try quarantineBlob(
                         hash, ifStill: identity, checked: (size: blob.size, storedSize: blob.storedSize))
                     if !problem.fixed { problem.detail += "; replaced meanwhile, left alone" }
-                } else {
-                    // A finding, not a fix: the documents on it read `invalid`, and their
-                    // next download fetches the PDF instead of trusting these bytes.
-                    flagBlobCorrupt(hash)
+                } else if !flagFoundCorrupt(
+                    hash, ifStill: identity, checked: (size: blob.size, storedSize: blob.storedSize))
+                {
+                    problem.detail += "; replaced meanwhile, left alone"
                 }
                 report.problems.append(problem)
             }
             options.progress?(VerifyProgress(phase: "blobs", completed: index + 1, total: blobs.count, bytes: bytes))
+        }
+    }
+
+    /// A finding, not a fix: the documents on a bad blob read `invalid`, and their next
+    /// download fetches the PDF instead of trusting these bytes. Decided again in the
+    /// transaction, as ``quarantineBlob(_:ifStill:checked:)``: a file or row that changed
+    /// since the check (the PDF stored again) is not flagged, and false returned. Best
+    /// effort: a failure to flag leaves the finding in the report.
+    private func flagFoundCorrupt(
+        _ hash: BlobHash, ifStill identity: FileIdentity?, checked: (size: Int64, storedSize: Int64)
+    ) -> Bool {
+        let path = layout.blobPath(hash)
+        do {
+            return try catalog.write { db in
+                guard FileSystem.identity(path) == identity, let row = try BlobRecord.fetchOne(db, key: hash.hex),
+                    checked == (row.size, row.storedSize)
+                else { return false }
+                try db.execute(sql: "UPDATE document SET corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
+                return true
+            }
+        } catch {
+            return true
         }
     }
 
