@@ -177,7 +177,21 @@ extension InstantStore {
             var pending: Int64 = 0
             var quarantine = false
             let path = layout.layerPath(key: row.key)
-            if !FileSystem.exists(path) && FileSystem.exists(path + "-wal") {
+            // A file that cannot be looked at (an I/O error) is not taken for missing: its
+            // row would go without its pending changes counted.
+            let present: Bool
+            let walOnly: Bool
+            do throws(StoreError) {
+                present = try FileSystem.isPresent(path)
+                if present { walOnly = false } else { walOnly = try FileSystem.isPresent(path + "-wal") }
+            } catch {
+                if skipUnreadable {
+                    report.skippedUnreadableLayers.append(reference)
+                    continue
+                }
+                throw StoreError.layerUnreadable(layer: reference.description, reason: error.description)
+            }
+            if walOnly {
                 // A -wal without its database cannot be read: it may hold pending changes,
                 // so it is never deleted unread (as a damaged file is treated below). Its
                 // changes, as the catalog counts them, leave the store with it.
@@ -192,7 +206,7 @@ extension InstantStore {
                         layer: reference.description,
                         reason: "its database file is missing and its -wal, which cannot be read alone, remains")
                 }
-            } else if FileSystem.exists(path) {
+            } else if present {
                 do {
                     let layer = try openLayer(key: row.key)
                     defer { layer.close() }

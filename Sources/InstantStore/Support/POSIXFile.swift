@@ -163,6 +163,19 @@ enum FileSystem {
         return lstat(path, &info) == 0
     }
 
+    /// Whether something is at `path`, for a caller about to remove or replace what is
+    /// there: false only when nothing is (`ENOENT`, `ENOTDIR`); when `lstat` cannot say
+    /// (`EIO`, `EACCES`), an `io` failure rather than the absence ``exists(_:)`` would
+    /// take it for. Failpoint `file.stat`.
+    static func isPresent(_ path: String) throws(StoreError) -> Bool {
+        try Failpoint.check("file.stat", path: path)
+        var info = stat()
+        if lstat(path, &info) == 0 { return true }
+        let code = errno
+        if code == ENOENT || code == ENOTDIR { return false }
+        throw .fromErrno("lstat", path, code)
+    }
+
     /// Whether `path` lies on a read-only file system: mounted `ro`, or answering
     /// `access(W_OK)` with `EROFS` on a mount that is not `ro` (a btrfs read-only
     /// snapshot); false when it cannot be told (nothing there). An NFS export its server
