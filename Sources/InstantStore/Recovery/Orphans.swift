@@ -80,9 +80,20 @@ extension InstantStore {
             }
         }
         guard quarantine else { return outcome }
-        // After the transaction: quarantine moves files and syncs directories, and the
-        // file is nobody's (no row, and rows for it appear only with a new key).
-        return .quarantined(try layout.quarantine(relative) ?? "")
+        return try quarantineUnclaimedLayer(relative)
+    }
+
+    /// Moves an orphan layer file a transaction decided was nobody's to `quarantine/`,
+    /// once no row claims it still. Decided again under the catalog's write lock: between
+    /// that decision and this, another process (a repair, a sweep) may have adopted the
+    /// file under the same key (its layer's row removed meanwhile), and a row would then
+    /// name a file gone to quarantine. Failpoint `gc.beforeOrphanQuarantine`.
+    func quarantineUnclaimedLayer(_ relative: String) throws(StoreError) -> OrphanOutcome {
+        try Failpoint.check("gc.beforeOrphanQuarantine", path: layout.absolute(relative))
+        return try catalog.write { db -> OrphanOutcome in
+            if try self.isClaimed(relative, in: db) { return .claimed }
+            return .quarantined(try self.layout.quarantine(relative) ?? "")
+        }
     }
 
     /// Deletes an orphan blob inside a write transaction, after checking again that no

@@ -143,7 +143,9 @@ extension InstantStore {
             var numberAfter: Int64?
             // Lost changes not told to the app yet: carried over too (their content is nowhere else).
             var lostCarried: [LostChangeReport] = []
-            if FileSystem.exists(oldPath) {
+            // A file that cannot be looked at (an I/O error) stops the repair, as one that
+            // cannot be opened does: it is not taken for missing, nor its changes for lost.
+            if try FileSystem.isPresent(oldPath) {
                 do {
                     let old = try LayerDatabase(path: oldPath, key: row.key)
                     defer { old.close() }
@@ -189,7 +191,8 @@ extension InstantStore {
             // (The catalog counts the untold lost changes with them: those carried are not.)
             if salvaged == nil {
                 let counted = max(0, Int(current.pendingCount) - lostCarried.count)
-                if FileSystem.exists(oldPath) || FileSystem.exists(oldPath + "-wal") {
+                let present = try FileSystem.isPresent(oldPath)
+                if try present || FileSystem.isPresent(oldPath + "-wal") {
                     unreadable = counted
                 } else {
                     lost = counted
@@ -250,7 +253,7 @@ extension InstantStore {
         // the orphan sweep of this repair quarantines, and reports.
         do {
             try Failpoint.check("replace.beforeQuarantine", path: layout.layerPath(key: row.key))
-            _ = try layout.quarantine(StoreLayout.layerRelativePath(key: row.key))
+            _ = try quarantineUnclaimedLayer(StoreLayout.layerRelativePath(key: row.key))
         } catch {
             // Left to the sweep (above).
         }
