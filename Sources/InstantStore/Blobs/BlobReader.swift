@@ -21,7 +21,9 @@ struct BlobReader {
         do {
             return try POSIXFile.open(path, flags: O_RDONLY)
         } catch {
-            if !FileSystem.exists(path) { throw .corruptBlob(sha256: hash.hex, reason: Self.missing) }
+            // Missing only when nothing is there: a file lstat cannot look at either (an
+            // I/O error) is unreadable now, which nobody acts on, not gone.
+            if try !FileSystem.isPresent(path) { throw .corruptBlob(sha256: hash.hex, reason: Self.missing) }
             throw error
         }
     }

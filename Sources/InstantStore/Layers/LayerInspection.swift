@@ -20,7 +20,13 @@ enum LayerInspection: Sendable {
 
     /// Inspects the layer file at `path`.
     static func inspect(path: String, key: String) -> LayerInspection {
-        guard FileSystem.exists(path) else { return .missing }
+        // A file lstat cannot look at (an I/O error) is not missing: its -wal alone would
+        // be set aside, and the file, read later without it, taken for one with no change.
+        do throws(StoreError) {
+            guard try FileSystem.isPresent(path) else { return .missing }
+        } catch {
+            return .inaccessible(error)
+        }
         let layer: LayerDatabase
         do {
             layer = try LayerDatabase(path: path, key: key)

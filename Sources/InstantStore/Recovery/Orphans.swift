@@ -90,9 +90,17 @@ extension InstantStore {
     /// name a file gone to quarantine. Failpoint `gc.beforeOrphanQuarantine`.
     func quarantineUnclaimedLayer(_ relative: String) throws(StoreError) -> OrphanOutcome {
         try Failpoint.check("gc.beforeOrphanQuarantine", path: layout.absolute(relative))
-        return try catalog.write { db -> OrphanOutcome in
-            if try self.isClaimed(relative, in: db) { return .claimed }
-            return .quarantined(try self.layout.quarantine(relative) ?? "")
+        do {
+            // Links only, under the lock: a copy takes seconds, which every writer waits.
+            return try catalog.write { db -> OrphanOutcome in
+                if try self.isClaimed(relative, in: db) { return .claimed }
+                return .quarantined(try self.layout.quarantine(relative, copying: false) ?? "")
+            }
+        } catch .io(_, _, let code) where FileSystem.refusesLinks(code) {
+            // No hard links on this file system: a synced copy, outside the lock, after one
+            // more look (an adoption between that look and the copy is not seen here).
+            let claimed = try catalog.read { db in try self.isClaimed(relative, in: db) }
+            return claimed ? .claimed : .quarantined(try layout.quarantine(relative) ?? "")
         }
     }
 

@@ -19,7 +19,10 @@ extension StoreLayout {
         -> String?
     {
         let source = absolute(relativePath)
-        let suffixes = ["", "-wal", "-shm"].filter { FileSystem.exists(source + $0) }
+        // Each part that is there; one lstat cannot look at stops the move before anything
+        // is moved (its -wal must not leave without it, nor it without its -wal).
+        var suffixes: [String] = []
+        for suffix in ["", "-wal", "-shm"] where try FileSystem.isPresent(source + suffix) { suffixes.append(suffix) }
         guard !suffixes.isEmpty else { return nil }
         let target = quarantinePath(for: relativePath)
         for suffix in suffixes {

@@ -189,6 +189,9 @@ extension InstantStore {
                     report.skippedUnreadableLayers.append(reference)
                     continue
                 }
+                // Also when asked to discard: the file could be neither marked removed nor
+                // moved to quarantine now, and a later sweep would take it back, with the
+                // changes the caller discarded, once it can look at it again.
                 throw StoreError.layerUnreadable(layer: reference.description, reason: error.description)
             }
             if walOnly {

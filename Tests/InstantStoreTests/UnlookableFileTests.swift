@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+@testable import InstantStore
+
+/// Files `lstat` cannot look at (an I/O error, a damaged inode), as the failpoint
+/// `file.stat` makes them: recovery takes them for unreadable now, never for missing.
+/// (Before, every such check was `FileSystem.exists`, false on any error; the failpoint
+/// reaches only `FileSystem.isPresent`, which these paths use now.)
+@Suite(.serialized) struct UnlookableFileTests {
+    /// An orphan layer file the sweep cannot look at is left whole: before, it was taken
+    /// for missing, its -wal alone set aside, and the file, read later without it, could
+    /// be deleted as one holding no change.
+    @Test func anOrphanLayerFileThatCannotBeLookedAtIsLeftWhole() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let stored = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try stored.create(id: "a", content: note("unsent"))
+        let storedKey = stored.key
+        stored.close()
+        let orphanKey = String(repeating: "5", count: storedKey.count)
+        let orphan = scratch.store.layout.layerPath(key: orphanKey)
+        try FileManager.default.copyItem(atPath: scratch.store.layout.layerPath(key: storedKey), toPath: orphan)
+        try Data("a write-ahead log".utf8).write(to: URL(fileURLWithPath: orphan + "-wal"))
+
+        let rule = "file.stat@\(orphanKey).sqlite=eio"
+        Failpoint.add(rule)
+        defer { Failpoint.remove(rule) }
+        let outcome = try scratch.store.disposeOrphanLayer(key: orphanKey, mayDelete: true)
+        guard case .left = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(FileManager.default.fileExists(atPath: orphan))
+        #expect(FileManager.default.fileExists(atPath: orphan + "-wal"))
+        // Nor does a move to quarantine/ take part of it.
+        #expect(throws: StoreError.self) {
+            try scratch.store.layout.quarantine(StoreLayout.layerRelativePath(key: orphanKey))
+        }
+        #expect(FileManager.default.fileExists(atPath: orphan + "-wal"))
+        #expect(try scratch.store.quarantinedFiles().isEmpty)
+    }
+
+    /// A PDF whose file can neither be opened nor looked at is unreadable now, reported and
+    /// left: before, it was "missing", and `verify --repair` deleted its row and unlinked
+    /// its documents from it (in a server's store, its original).
+    @Test func aPDFThatCannotBeOpenedNorLookedAtKeepsItsRow() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let pdf = try scratch.store.ingestPDF(
+            tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 83)))
+        try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "").close()
+        let rules = "file.open@\(pdf.sha256.hex)=eio,file.stat@\(pdf.sha256.hex)=eio"
+        Failpoint.add(rules)
+        defer { Failpoint.remove(rules) }
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.problems.map(\.kind) == [.inaccessibleFile], "\(report.problems)")
+        Failpoint.remove(rules)
+        #expect(try scratch.store.localDescriptors().first?.pdfSHA256 == pdf.sha256)
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+}
