@@ -13,26 +13,12 @@ import Testing
     @Test func anOrphanAdoptedByAnotherSweepMeanwhileIsNotQuarantined() async throws {
         let scratch = try Scratch()
         defer { try? FileManager.default.removeItem(at: scratch.root) }
-        let stored = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try stored.create(id: "a", content: note("unsent"))
-        let storedKey = stored.key
-        stored.close()
-        // An orphan naming the same layer, holding the same change: a copy under another key.
-        let orphanKey = String(repeating: "7", count: storedKey.count)
-        try FileManager.default.copyItem(
-            atPath: scratch.store.layout.layerPath(key: storedKey),
-            toPath: scratch.store.layout.layerPath(key: orphanKey))
-
-        let signal = scratch.root.appendingPathComponent("sweep-waits").path
-        FileManager.default.createFile(atPath: signal, contents: nil)
-        let rule = "gc.beforeOrphanQuarantine@\(orphanKey)=wait:\(signal)"
-        Failpoint.add(rule)
-        defer { Failpoint.remove(rule) }
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "7")
+        let pause = FailpointPause("gc.beforeOrphanQuarantine", at: orphanKey, in: scratch)
+        defer { pause.end() }
         let store = scratch.store
         async let first = onThread { try store.disposeOrphanLayer(key: orphanKey, mayDelete: true) }
-        while !FileManager.default.fileExists(atPath: signal + ".reached") {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await pause.reached()
         // Another process: the stored layer removed, the orphan taken back as that layer.
         let other = try InstantStore(root: scratch.root)
         defer { other.close() }
@@ -41,7 +27,7 @@ import Testing
             try other.disposeOrphanLayer(key: orphanKey, mayDelete: true)
                 == .adopted(
                     LayerReference(tenant: Scratch.tenant, document: "d", layer: "")))
-        try FileManager.default.removeItem(atPath: signal)
+        pause.release()
 
         #expect(try await first == .claimed)
         #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))

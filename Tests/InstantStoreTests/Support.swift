@@ -99,3 +99,53 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
+
+/// Layer `d` (default name) holding one pending change, and a copy of its file under the
+/// key `orphanKey` (a 32-character key, `digit` repeated): an orphan naming that layer,
+/// holding the same change. Returns the stored layer's key and the orphan's.
+func layerWithAnOrphanCopy(_ scratch: Scratch, digit: Character) throws -> (stored: String, orphan: String) {
+    let stored = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+    try stored.create(id: "a", content: note("unsent"))
+    let storedKey = stored.key
+    stored.close()
+    let orphanKey = String(repeating: digit, count: storedKey.count)
+    try FileManager.default.copyItem(
+        atPath: scratch.store.layout.layerPath(key: storedKey), toPath: scratch.store.layout.layerPath(key: orphanKey))
+    return (storedKey, orphanKey)
+}
+
+/// A failpoint `point@scope` that holds whoever reaches it (`wait:`) until ``release()``;
+/// ``end()`` takes the rule out.
+///
+/// ```swift
+/// let pause = FailpointPause("gc.beforeOrphanQuarantine", at: key, in: scratch)
+/// defer { pause.end() }
+/// async let swept = onThread { try store.disposeOrphanLayer(key: key, mayDelete: true) }
+/// try await pause.reached()
+/// // … another process acts here …
+/// pause.release()
+/// ```
+struct FailpointPause {
+    private let signal: String
+    private let rule: String
+
+    init(_ point: String, at scope: String, in scratch: Scratch) {
+        signal = scratch.root.appendingPathComponent("pause-\(UUID().uuidString)").path
+        FileManager.default.createFile(atPath: signal, contents: nil)
+        rule = "\(point)@\(scope)=wait:\(signal)"
+        Failpoint.add(rule)
+    }
+
+    func reached() async throws {
+        while !FileManager.default.fileExists(atPath: signal + ".reached") {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func release() { try? FileManager.default.removeItem(atPath: signal) }
+
+    func end() {
+        release()
+        Failpoint.remove(rule)
+    }
+}

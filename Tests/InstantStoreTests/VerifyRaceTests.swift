@@ -20,17 +20,12 @@ import Testing
         let frame = try Self.frame(of: bytes, level: 19)
         try #require(Int64(frame.count) != listed.storedSize, "the two frames differ in size")
 
-        let signal = scratch.root.appendingPathComponent("verify-waits").path
-        FileManager.default.createFile(atPath: signal, contents: nil)
-        let rule = "verify.blob.beforeCheck@\(hash.hex)=wait:\(signal)"
-        Failpoint.add(rule)
-        defer { Failpoint.remove(rule) }
+        let pause = FailpointPause("verify.blob.beforeCheck", at: hash.hex, in: scratch)
+        defer { pause.end() }
         let store = scratch.store
         // On a thread of its own: it waits at the failpoint.
         async let verifying = onThread { try store.verify(VerifyOptions(repair: true)) }
-        while !FileManager.default.fileExists(atPath: signal + ".reached") {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await pause.reached()
         // Another process, meanwhile: the document removed (its PDF with it), then the
         // same PDF downloaded again as a server's frame.
         let other = try InstantStore(root: scratch.root)
@@ -39,7 +34,7 @@ import Testing
         let ingest = try other.beginPDFIngest(zstdFrame: true, expectedSize: Int64(frame.count), expectedHash: hash)
         try frame.withUnsafeBytes { raw in try ingest.append(raw) }
         _ = try await ingest.commit(tenant: Scratch.tenant, document: "d")
-        try FileManager.default.removeItem(atPath: signal)
+        pause.release()
 
         let report = try await verifying
         #expect(report.problems.isEmpty, "\(report.problems)")
