@@ -14,13 +14,8 @@ import Testing
     @Test func anOrphanLayerFileThatCannotBeLookedAtIsLeftWhole() throws {
         let scratch = try Scratch()
         defer { try? FileManager.default.removeItem(at: scratch.root) }
-        let stored = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try stored.create(id: "a", content: note("unsent"))
-        let storedKey = stored.key
-        stored.close()
-        let orphanKey = String(repeating: "5", count: storedKey.count)
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "5")
         let orphan = scratch.store.layout.layerPath(key: orphanKey)
-        try FileManager.default.copyItem(atPath: scratch.store.layout.layerPath(key: storedKey), toPath: orphan)
         try Data("a write-ahead log".utf8).write(to: URL(fileURLWithPath: orphan + "-wal"))
 
         let rule = "file.stat@\(orphanKey).sqlite=eio"
@@ -58,5 +53,28 @@ import Testing
         Failpoint.remove(rules)
         #expect(try scratch.store.localDescriptors().first?.pdfSHA256 == pdf.sha256)
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// A stored layer file `verify` cannot look at is inaccessible now, left untouched:
+    /// before, it was "missing", and `--repair` replaced it, its changes counted lost.
+    @Test func aStoredLayerFileThatCannotBeLookedAtIsLeftToItself() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "a", content: note("unsent"))
+        let key = layer.key
+        layer.close()
+        let rule = "file.stat@\(key).sqlite=eio"
+        Failpoint.add(rule)
+        defer { Failpoint.remove(rule) }
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.problems.map(\.kind) == [.inaccessibleFile], "\(report.problems)")
+        #expect(report.pendingChangesLost == 0)
+        Failpoint.remove(rule)
+        let reopened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(reopened.key == key)
+        #expect(try reopened.pendingChanges().map(\.annotationID) == ["a"])
+        reopened.close()
+        #expect(try scratch.store.verify().isClean)
     }
 }

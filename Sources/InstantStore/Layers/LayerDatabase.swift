@@ -44,7 +44,8 @@ public final class LayerDatabase: Sendable {
         self.key = key
         self.hooks = hooks
         self.hold = hold
-        guard FileSystem.exists(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
+        // Missing only when nothing is there: one lstat cannot look at is an I/O failure.
+        guard try FileSystem.isPresent(path) else { throw .corruptLayer(key: key, reason: "the layer file is missing") }
         if LayerDatabase.isEmptyBesideWAL(path) {
             throw .corruptLayer(key: key, reason: "the layer file is empty beside a -wal that may hold its changes")
         }

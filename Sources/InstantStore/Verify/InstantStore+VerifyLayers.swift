@@ -26,7 +26,7 @@ extension InstantStore {
             report.problems.append(
                 Problem(kind: .unsupportedFormat, subject: reference.description, detail: "\(error); left untouched"))
         case .corruptLayer:
-            let missing = !FileSystem.exists(layout.layerPath(key: row.key))
+            let missing = (try? FileSystem.isPresent(layout.layerPath(key: row.key))) == false
             // A layer removed (or replaced) since the rows were read is not missing.
             if missing, try !isCurrent(row) { return }
             var problem = Problem(
