@@ -17,34 +17,6 @@ import Testing
         return (scratch, try #require(stored))
     }
 
-    /// A layer file that `lstat` cannot look at (an I/O error) is not taken for missing:
-    /// the removal would drop its row without its pending changes counted (a `.refuse`
-    /// removal would not refuse), and its sweep unlink a file nobody read. The removal is
-    /// refused with `layerUnreadable` (prune skips such a layer); nothing is removed.
-    @Test func aLayerFileThatCannotBeLookedAtIsNotTakenForMissing() throws {
-        let scratch = try Scratch()
-        defer { try? FileManager.default.removeItem(at: scratch.root) }
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "a", content: note("unsent"))
-        let key = layer.key
-        layer.close()
-        let rule = "file.stat@\(key)=eio"
-        Failpoint.add(rule)
-        defer { Failpoint.remove(rule) }
-        for policy in [PendingChangesPolicy.refuse, .discard] {
-            let refused = #expect(throws: StoreError.self) {
-                try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: policy)
-            }
-            #expect(refused?.code == "layer_unreadable", "\(policy): \(String(describing: refused))")
-        }
-        Failpoint.remove(rule)
-        #expect(try scratch.store.localDescriptors().map(\.pendingChangeCount) == [1])
-        let reopened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(try reopened.pendingChanges().map(\.annotationID) == ["a"])
-        reopened.close()
-        #expect(try scratch.store.verify().isClean)
-    }
-
     /// The sweep after a removal's commit unlinks every tombstoned file, other removals'
     /// too: one that cannot go now must not make the removal, which committed, throw (a
     /// client would then skip making its descriptors invalid). It is reported, and taken

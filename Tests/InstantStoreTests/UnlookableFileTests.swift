@@ -60,21 +60,50 @@ import Testing
     @Test func aStoredLayerFileThatCannotBeLookedAtIsLeftToItself() throws {
         let scratch = try Scratch()
         defer { try? FileManager.default.removeItem(at: scratch.root) }
-        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        try layer.create(id: "a", content: note("unsent"))
-        let key = layer.key
-        layer.close()
-        let rule = "file.stat@\(key).sqlite=eio"
+        let rule = "file.stat@\(try layerWithAChange(scratch)).sqlite=eio"
         Failpoint.add(rule)
         defer { Failpoint.remove(rule) }
         let report = try scratch.store.verify(VerifyOptions(repair: true))
         #expect(report.problems.map(\.kind) == [.inaccessibleFile], "\(report.problems)")
         #expect(report.pendingChangesLost == 0)
         Failpoint.remove(rule)
+        try expectTheChangeKept(scratch)
+    }
+
+    /// A removal does not take such a layer file for missing: it would drop the row with
+    /// its pending changes uncounted (a `.refuse` removal would not refuse), and its sweep
+    /// unlink a file nobody read. It refuses with `layerUnreadable`, also when asked to
+    /// discard (prune skips such a layer); nothing is removed.
+    @Test func aRemovalRefusesALayerFileThatCannotBeLookedAt() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let rule = "file.stat@\(try layerWithAChange(scratch)).sqlite=eio"
+        Failpoint.add(rule)
+        defer { Failpoint.remove(rule) }
+        for policy in [PendingChangesPolicy.refuse, .discard] {
+            let refused = #expect(throws: StoreError.self) {
+                try scratch.store.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: policy)
+            }
+            #expect(refused?.code == "layer_unreadable", "\(policy): \(String(describing: refused))")
+        }
+        Failpoint.remove(rule)
+        #expect(try scratch.store.localDescriptors().map(\.pendingChangeCount) == [1])
+        try expectTheChangeKept(scratch)
+    }
+
+    /// Layer `d` holding one pending change (`a`); returns its key.
+    private func layerWithAChange(_ scratch: Scratch) throws -> String {
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { layer.close() }
+        try layer.create(id: "a", content: note("unsent"))
+        return layer.key
+    }
+
+    /// Layer `d` still holds its change, and the store is clean.
+    private func expectTheChangeKept(_ scratch: Scratch) throws {
         let reopened = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(reopened.key == key)
+        defer { reopened.close() }
         #expect(try reopened.pendingChanges().map(\.annotationID) == ["a"])
-        reopened.close()
         #expect(try scratch.store.verify().isClean)
     }
 }
