@@ -208,6 +208,20 @@ import Testing
                 #expect(run.status == test.status, "\(test.arguments): \(run.error)")
                 #expect(run.error.contains(test.message), "\(test.arguments): \(run.error)")
             }
+            // Input past 64 MiB is refused, from a file before it is read, from standard
+            // input as soon as it is past (before, it was read whole, however large).
+            let big = root.deletingLastPathComponent().appendingPathComponent("big-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: big) }
+            FileManager.default.createFile(atPath: big.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: big)
+            try handle.truncate(atOffset: UInt64(65 << 20))  // sparse: nothing written
+            try handle.close()
+            let fromFile = try await instantctl(["annotations", "add", "--file", big.path] + layer, root: root)
+            #expect(fromFile.status == 2 && fromFile.error.contains("more than 64 MiB"), "\(fromFile.error)")
+            let fromInput = try await instantctl(
+                ["annotations", "import"] + layer, root: root, input: String(repeating: " ", count: (64 << 20) + 1))
+            #expect(fromInput.status == 2, "\(fromInput.error)")
+            #expect(fromInput.error.contains("standard input holds more than 64 MiB"), "\(fromInput.error)")
             // Nothing above changed the layer: n1 alone, as added.
             let listed = try await instantctl(["annotations", "list", "--json"] + layer, root: root)
             let items = try #require(try listed.json()["annotations"] as? [[String: Any]])

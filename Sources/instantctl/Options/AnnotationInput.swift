@@ -4,7 +4,9 @@ import InstantProtocol
 
 /// Where the annotations commands read Instant JSON: `--file PATH`, or standard input.
 struct AnnotationInput: ParsableArguments {
-    @Option(help: ArgumentHelp("Instant JSON to read (- for standard input).", valueName: "path"), completion: .file())
+    @Option(
+        help: ArgumentHelp("Instant JSON to read (- for standard input), at most 64 MiB.", valueName: "path"),
+        completion: .file())
     var file: String = "-"
 
     /// The annotations read, each checked, with its id when it has one.

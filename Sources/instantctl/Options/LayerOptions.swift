@@ -95,9 +95,18 @@ struct LayerOptions: ParsableArguments {
         }
     }
 
-    /// The JSON of `path` (`-` for standard input), with a clear error when it is not JSON.
+    /// The most Instant JSON the annotations commands read, 64 MiB: parsed, JSON takes
+    /// some 25 times its size in memory (twice what a server takes in one body by default).
+    static let maximumInputBytes = 64 << 20
+
+    /// The JSON of `path` (`-` for standard input), with a clear error when it is not JSON
+    /// or larger than ``maximumInputBytes`` (read no further than that).
     static func readJSON(_ path: String) throws -> JSONValue {
-        let data: Data
+        let limit = maximumInputBytes
+        let tooLarge = CommandError.usage(
+            "\(path == "-" ? "standard input holds" : "\(path) is") more than \(limit >> 20) MiB of Instant JSON: "
+                + "split it, and give each part to its own command")
+        var data = Data()
         if path == "-" {
             // On a terminal, nothing says the command waits for input: say so.
             if isatty(STDIN_FILENO) == 1 {
@@ -105,11 +114,17 @@ struct LayerOptions: ParsableArguments {
                     Array("reading Instant JSON from standard input; end it with Ctrl-D (or give --file PATH)\n".utf8),
                     to: STDERR_FILENO)
             }
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            while let piece = try FileHandle.standardInput.read(upToCount: 1 << 20), !piece.isEmpty {
+                data.append(piece)
+                if data.count > limit { throw tooLarge }
+            }
         } else {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            if size > limit { throw tooLarge }
             guard let read = FileManager.default.contents(atPath: path) else {
                 throw CommandError.usage("cannot read \(path)")
             }
+            guard read.count <= limit else { throw tooLarge }
             data = read
         }
         do {
