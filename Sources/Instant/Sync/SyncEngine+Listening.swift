@@ -128,7 +128,7 @@ extension SyncEngine {
                 changed = true
             } catch let failure as APIFailure where failure.instantError.isAuthenticationFailure {
                 changed = true  // the sync reports it, and listening waits for a new JWT
-            } catch let closed as StoreError where closed.code == "layer_closed" {
+            } catch StoreError.layerClosed {
                 // Another thread closed the handle. This descriptor's removal: listening
                 // pauses with it, and goes on after the next download (resumeListening).
                 // Else (a document letting a removed layer go): opened again at the top.

@@ -118,8 +118,8 @@ struct ClientRoutes {
         // (which reads the connection to its end), and its handler could never return.
         // A length that is not exactly 0 is one, also past Int's range (which the HTTP
         // parser takes, up to 2^64 - 1).
-        let length = request.headers[.contentLength]
-        if request.headers[.transferEncoding] != nil || (length != nil && length.flatMap { UInt64($0) } != 0) {
+        let hasLength = request.headers[.contentLength].map { UInt64($0) != 0 } ?? false
+        if request.headers[.transferEncoding] != nil || hasLength {
             throw ProtocolError(.invalidRequest, "listen takes no request body")
         }
         let query = request.uri.queryParameters

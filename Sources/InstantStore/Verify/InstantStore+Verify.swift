@@ -109,15 +109,12 @@ extension InstantStore {
                 if try wasCollected(hash, failure: error) { continue }
                 let missing = !FileSystem.exists(reader.path)
                 var problem = Problem(kind: missing ? .missingBlob : .corruptBlob, subject: hash.hex, detail: reason)
-                if options.repair {
-                    problem.fixed = try quarantineBlob(
-                        hash, ifStill: identity, checked: (size: blob.size, storedSize: blob.storedSize))
-                    if !problem.fixed { problem.detail += "; replaced meanwhile, left alone" }
-                } else if !flagFoundCorrupt(
-                    hash, ifStill: identity, checked: (size: blob.size, storedSize: blob.storedSize))
-                {
-                    problem.detail += "; replaced meanwhile, left alone"
-                }
+                let dealtWith =
+                    options.repair
+                    ? try quarantineBlob(hash, ifStill: identity, checked: blob)
+                    : flagFoundCorrupt(hash, ifStill: identity, checked: blob)
+                if options.repair { problem.fixed = dealtWith }
+                if !dealtWith { problem.detail += "; replaced meanwhile, left alone" }
                 report.problems.append(problem)
             }
             options.progress?(VerifyProgress(phase: "blobs", completed: index + 1, total: blobs.count, bytes: bytes))
@@ -129,15 +126,10 @@ extension InstantStore {
     /// transaction, as ``quarantineBlob(_:ifStill:checked:)``: a file or row that changed
     /// since the check (the PDF stored again) is not flagged, and false returned. Best
     /// effort: a failure to flag leaves the finding in the report.
-    private func flagFoundCorrupt(
-        _ hash: BlobHash, ifStill identity: FileIdentity?, checked: (size: Int64, storedSize: Int64)
-    ) -> Bool {
-        let path = layout.blobPath(hash)
+    private func flagFoundCorrupt(_ hash: BlobHash, ifStill identity: FileIdentity?, checked: BlobRecord) -> Bool {
         do {
             return try catalog.write { db in
-                guard FileSystem.identity(path) == identity, let row = try BlobRecord.fetchOne(db, key: hash.hex),
-                    checked == (row.size, row.storedSize)
-                else { return false }
+                guard try isStill(hash, identity, checked, in: db) else { return false }
                 try db.execute(sql: "UPDATE document SET corrupt = 1 WHERE blobSha256 = ?", arguments: [hash.hex])
                 return true
             }
@@ -146,14 +138,24 @@ extension InstantStore {
         }
     }
 
+    /// Whether the blob is, inside a write transaction, still what a check found bad: the
+    /// same file (`identity`), and a row saying the sizes it was checked against.
+    private func isStill(_ hash: BlobHash, _ identity: FileIdentity?, _ checked: BlobRecord, in db: Database) throws
+        -> Bool
+    {
+        guard FileSystem.identity(layout.blobPath(hash)) == identity,
+            let row = try BlobRecord.fetchOne(db, key: hash.hex)
+        else { return false }
+        return (row.size, row.storedSize) == (checked.size, checked.storedSize)
+    }
+
     /// Sets a bad blob aside: its file to `quarantine/`, its row gone, and the documents
     /// that used it flagged corrupt with no PDF (so the next download fetches the PDF alone).
     ///
     /// Decided again inside the write transaction: when the file is no longer the one
     /// found bad (`identity`: an ingest replaced it with good bytes meanwhile), or the row
-    /// no longer says what the file was checked against (`checked`, when given: the blob
-    /// stored again meanwhile, in a frame of another size), nothing is done and false
-    /// returned.
+    /// no longer says what the file was checked against (`checked`: the blob stored again
+    /// meanwhile, in a frame of another size), nothing is done and false returned.
     ///
     /// The file keeps its name in `blobs/` until the row is gone: it is linked into
     /// `quarantine/` (synced), its row deleted and its path tombstoned, in one transaction,
@@ -162,22 +164,16 @@ extension InstantStore {
     /// file system without hard links the file is copied instead, before the write lock
     /// (seconds, for a large PDF); a copy leaves the file's identity as it was, so the
     /// transaction still tells whether it is the file found bad.
-    func quarantineBlob(
-        _ hash: BlobHash, ifStill identity: FileIdentity?, checked: (size: Int64, storedSize: Int64)? = nil
-    ) throws(StoreError) -> Bool {
+    func quarantineBlob(_ hash: BlobHash, ifStill identity: FileIdentity?, checked: BlobRecord) throws(StoreError)
+        -> Bool
+    {
         let relative = StoreLayout.blobRelativePath(hash)
-        let path = layout.blobPath(hash)
         var copied: String?
         var done = false
         while true {
             do {
                 done = try catalog.write { [copied] db in
-                    guard FileSystem.identity(path) == identity,
-                        let row = try BlobRecord.fetchOne(db, key: hash.hex),
-                        checked.map({ $0 == (row.size, row.storedSize) }) ?? true
-                    else {
-                        return false
-                    }
+                    guard try self.isStill(hash, identity, checked, in: db) else { return false }
                     if identity != nil {
                         if copied == nil {
                             _ = try self.layout.quarantine(relative, keepingOriginal: true, copying: false)
