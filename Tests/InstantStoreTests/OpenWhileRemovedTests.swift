@@ -41,6 +41,22 @@ import Testing
         )
     }
 
+    /// The removal lands after the open found the file, before SQLite opens it: the open
+    /// fails, and makes no empty database at the removed layer's path (SQLite's default
+    /// open creates a missing file), which verify would then call an orphan.
+    @Test func aLayerRemovedAfterItsFileWasFoundIsNotMadeAgain() async throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let opened = try await openRacingRemoval(scratch, stoppedAt: "layer.open.beforeFile")
+        if case .success(let layer) = opened { layer.close() }
+        #expect(opened.error.map(isNoSuchLayer) == true, "\(opened)")
+        #expect(
+            scratch.files(in: "layers").isEmpty,
+            "nothing is left at the removed layer's path: \(scratch.files(in: "layers"))"
+        )
+        #expect(try scratch.store.verify().isClean)
+    }
+
     private let note = Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8)
 
     private func isNoSuchLayer(_ error: StoreError) -> Bool {

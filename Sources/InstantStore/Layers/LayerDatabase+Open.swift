@@ -17,7 +17,19 @@ extension LayerDatabase {
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             try db.execute(sql: "PRAGMA journal_mode = WAL")
         }
-        do { return try DatabaseQueue(path: path, configuration: configuration) } catch { throw map(error, key: key) }
+        do {
+            // Never created here: every caller opens a file that exists (a layer, a sealed
+            // staged file), and one removed since it was found is missing, not made again.
+            return try DatabaseQueue(path: SQLiteFile.existingOpenPath(path), configuration: configuration)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN {
+            // Gone since the caller found it, or unreadable: told apart as at the open's start.
+            guard try FileSystem.isPresent(path) else {
+                throw .corruptLayer(key: key, reason: "the layer file is missing")
+            }
+            throw map(error, key: key)
+        } catch {
+            throw map(error, key: key)
+        }
     }
 
     /// Opens a layer file on a read-only file system, for reading only, as the catalog is

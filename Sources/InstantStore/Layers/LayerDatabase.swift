@@ -49,6 +49,7 @@ public final class LayerDatabase: Sendable {
         if LayerDatabase.isEmptyBesideWAL(path) {
             throw .corruptLayer(key: key, reason: "the layer file is empty beside a -wal that may hold its changes")
         }
+        try Failpoint.check("layer.open.beforeFile", path: key)
         isReadOnly = readOnly ?? FileSystem.isOnReadOnlyFileSystem(path)
         queue =
             isReadOnly

@@ -1,4 +1,5 @@
 import Foundation
+import GRDBSQLite
 
 /// How the store's SQLite files (the catalog, each layer) are opened where they cannot be
 /// written.
@@ -31,4 +32,21 @@ enum SQLiteFile {
         // in the path are escaped.
         return "file:\(path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path)?immutable=1"
     }
+
+    /// What to open the existing WAL database at `path` by, for reading and writing, so
+    /// that SQLite never creates it: a `mode=rw` URI. A file removed by another process (or
+    /// thread) after the caller found it is then an open that fails, not an empty database
+    /// made again at a removed layer's path. A build of SQLite that takes no URIs by
+    /// default (no `SQLITE_USE_URI`) gets `path` itself, and may create the file.
+    ///
+    /// ```swift
+    /// let queue = try DatabaseQueue(path: SQLiteFile.existingOpenPath(path), configuration: configuration)
+    /// ```
+    static func existingOpenPath(_ path: String) -> String {
+        guard takesURIs else { return path }
+        return "file:\(path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path)?mode=rw"
+    }
+
+    /// Whether this process's SQLite reads file names that start with `file:` as URIs.
+    static let takesURIs = sqlite3_compileoption_used("USE_URI") == 1
 }
