@@ -39,6 +39,8 @@ final class FaultProxy: @unchecked Sendable {
     private var lostResponses = 0
     /// The next request with a `Range` header goes on without it (a proxy that drops it).
     private var dropRangeNext = false
+    /// The response to the next request starting with `.prefix` comes a byte at a time.
+    private var trickleNext: (prefix: String, interval: Duration)?
 
     init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -142,6 +144,13 @@ final class FaultProxy: @unchecked Sendable {
     /// proxy that drops the header: the server answers 200 with the whole PDF.
     func dropRangeOfNextRequest() { lock.withLock { dropRangeNext = true } }
 
+    /// The response to the next request whose head starts with `prefix` comes one byte
+    /// every `interval`: a server (or a proxy) that keeps a connection alive by sending
+    /// slowly, which no read timeout ends.
+    func trickleNextResponse(to prefix: String, every interval: Duration) {
+        lock.withLock { trickleNext = (prefix, interval) }
+    }
+
     /// The first connection whose response stream reaches `bytes` bytes is cut there.
     func cutNextResponse(after bytes: Int) { lock.withLock { cutNextAfter = bytes } }
 
@@ -200,6 +209,8 @@ final class FaultProxy: @unchecked Sendable {
     private final class Connection: @unchecked Sendable {
         let lock = NSLock()
         var loseResponse = false
+        var trickle: Duration?
+        var trickledHead = false
         var pumps = 2
 
         /// The second pump to end closes both sockets (never earlier: a closed descriptor's
@@ -245,6 +256,10 @@ final class FaultProxy: @unchecked Sendable {
                     break
                 }
                 let canned = lock.withLock { () -> String? in
+                    if let trickle = trickleNext, head.hasPrefix(trickle.prefix) {
+                        trickleNext = nil
+                        connection.lock.withLock { connection.trickle = trickle.interval }
+                    }
                     if let lose = loseNext, head.hasPrefix(lose.prefix) {
                         loseNext = lose.times > 1 ? (lose.prefix, lose.times - 1) : nil
                         connection.lock.withLock { connection.loseResponse = true }
@@ -305,7 +320,11 @@ final class FaultProxy: @unchecked Sendable {
                     flipNextAt = nil
                 }
             }
-            if length > 0 && !writeAll(client, buffer, length) { break }
+            if let interval = connection.lock.withLock({ connection.trickle }) {
+                if !trickle(client, buffer[0..<length], every: interval, connection) { break }
+            } else if length > 0 && !writeAll(client, buffer, length) {
+                break
+            }
             sent += length
             lock.withLock { bytesDown += length }
             if length < count { break }
@@ -327,6 +346,30 @@ final class FaultProxy: @unchecked Sendable {
             let end = (start + 2..<bytes.count - 1).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 })
         else { return nil }
         return Array(bytes[..<start] + bytes[end...])
+    }
+
+    /// Writes `bytes` one at a time, `interval` apart, but for the response's head, which
+    /// goes at once (the head's deadline is not what is tested); false once the client is gone.
+    private func trickle(
+        _ socket: Int32, _ bytes: ArraySlice<UInt8>, every interval: Duration, _ connection: Connection
+    ) -> Bool {
+        var bytes = bytes
+        if !connection.trickledHead {
+            let end = Array("\r\n\r\n".utf8)
+            guard let at = bytes.indices.first(where: { bytes[$0...].starts(with: end) }) else {
+                return writeAll(socket, Array(bytes), bytes.count)
+            }
+            connection.trickledHead = true
+            let head = Array(bytes[..<(at + end.count)])
+            guard writeAll(socket, head, head.count) else { return false }
+            bytes = bytes[(at + end.count)...]
+        }
+        for byte in bytes {
+            guard writeAll(socket, [byte], 1) else { return false }
+            Thread.sleep(
+                forTimeInterval: Double(interval.components.attoseconds) / 1e18 + Double(interval.components.seconds))
+        }
+        return true
     }
 
     private func writeAll(_ socket: Int32, _ buffer: [UInt8], _ count: Int) -> Bool {

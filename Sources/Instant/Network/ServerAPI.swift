@@ -120,10 +120,11 @@ struct ServerAPI: Sendable {
         }
         let bytes: ByteBuffer
         let response: HTTPClientResponse
+        let end = NIODeadline.now() + (deadline ?? requestTimeout)
         do {
-            response = try await send(request, deadline: .now() + (deadline ?? requestTimeout))
+            response = try await send(request, deadline: end)
             if response.status.code >= 400 { throw await Self.refusal(response) }
-            bytes = try await response.body.collect(upTo: maxResponseBytes)
+            bytes = try await Self.collect(response.body, upTo: maxResponseBytes, by: end)
         } catch let failure as APIFailure {
             throw failure
         } catch {
@@ -149,6 +150,33 @@ struct ServerAPI: Sendable {
         return answer
     }
 
+    /// A response's body of at most `limit` bytes, in by `deadline`. async-http-client's
+    /// deadline ends with the answer's head, and its read timeout with any byte: a server
+    /// (or a proxy) that sends its body a byte at a time would otherwise hold the request,
+    /// and the sync waiting for it, for as long as it likes.
+    static func collect(_ body: HTTPClientResponse.Body, upTo limit: Int, by deadline: NIODeadline) async throws
+        -> ByteBuffer
+    {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(for: .nanoseconds(max(0, (deadline - .now()).nanoseconds)))
+                return nil
+            }
+            // Ends the other: the sleep, or the body's transfer (cancelling it closes the
+            // connection).
+            defer { group.cancelAll() }
+            guard case .some(.some(let bytes)) = try await group.next() else { throw SlowBody() }
+            return bytes
+        }
+    }
+
+    private struct SlowBody: Error, CustomStringConvertible {
+        var description: String {
+            "the answer's body did not arrive within the request's deadline (it came too slowly)"
+        }
+    }
+
     func makeRequest(
         _ method: HTTPMethod, _ document: String, _ endpoint: String, query: [String: String?], jwt: String
     ) -> HTTPClientRequest {
@@ -168,7 +196,7 @@ struct ServerAPI: Sendable {
     static func refusal(_ response: HTTPClientResponse) async -> APIFailure {
         let status = Int(response.status.code)
         let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0) }
-        let body = try? await response.body.collect(upTo: 1 << 20)
+        let body = try? await collect(response.body, upTo: 1 << 20, by: .now() + .seconds(30))
         if let body, let parsed = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView)) {
             return .refused(parsed.error, status: status, retryAfter: retryAfter)
         }
