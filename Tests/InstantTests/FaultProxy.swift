@@ -137,6 +137,12 @@ final class FaultProxy: @unchecked Sendable {
     /// The first 512 bytes of every request read so far, in order (heads, with headers).
     var requestHeads: [String] { lock.withLock { heads } }
 
+    /// How many requests whose head starts with `prefix` were read after the first
+    /// `skipping` reads (``requestHeads``).
+    func requestCount(to prefix: String, after skipping: Int = 0) -> Int {
+        lock.withLock { heads.dropFirst(skipping).filter { $0.hasPrefix(prefix) }.count }
+    }
+
     /// How many requests the proxy answered itself (``answerNextRequest(to:status:body:contentType:times:)``).
     var requestsAnswered: Int { lock.withLock { answered } }
 

@@ -96,20 +96,21 @@ extension InstantDocumentDescriptor {
                 await refusal?.value
             }
             do throws(InstantError) {
+                // Removed storage, a released client: no JWT makes it usable again.
+                try self.checkUsable()
                 let jwt = try InstantJWT(parsing: token)
                 try self.check(jwt)
                 try await self.verify(jwt, with: client.api)
                 self.update(jwt: jwt)
-                let waited = await engine.authenticated()
-                // Changes made while the JWT was awaited found no timer to set (and a stop
-                // asked for since withdraws or ends the sync below): they set one now, as
-                // after a download.
-                if waited, (try? self.openLayer().pendingChangeCount()) ?? 0 > 0 { self.localChangesMade() }
+                await engine.authenticated()
                 await done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
                 // The layer is what a sync needs (its PDF may be gone, to be fetched again).
-                if self.isLayerStored { _ = await engine.syncResult(afterStops: stops) }
+                // Changes made while the JWT was awaited set no timer: this sync sends them
+                // (a stop asked for since withdraws or ends it), or they set one after it.
+                let synced = self.isLayerStored ? await engine.syncResult(afterStops: stops) : nil
+                await engine.followUpChangesMadeAwaitingJWT(synced: (try? synced?.get()) != nil)
             } catch {
                 await done()
                 client.emit(.didFailReauthentication(self, error))

@@ -239,12 +239,21 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         }
     }
 
+    /// Throws ``InstantError/Code/invalidDocument`` when the descriptor is invalid: its
+    /// client released or invalidated, or its storage removed.
+    func checkUsable() throws(InstantError) {
+        guard client != nil, !mutable.withLock({ $0.invalidated }) else { throw Self.invalid }
+    }
+
+    private static var invalid: InstantError {
+        InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
+    }
+
     /// The layer's database, opened once: ``InstantError/Code/invalidDocument`` before the
     /// download, or when the layer was removed (by this process or another).
     func openLayer() throws(InstantError) -> LayerDatabase {
-        guard let client, !mutable.withLock({ $0.invalidated }) else {
-            throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
-        }
+        try checkUsable()
+        guard let client else { throw Self.invalid }
         if let layer = mutable.withLock({ $0.layer }) { return layer }
         let layer: LayerDatabase
         let owner: String?

@@ -53,6 +53,9 @@ actor SyncEngine {
     private var lastCancellingStop = 0
     /// The server refused the JWT: no sync starts by itself until a new one works.
     private(set) var awaitingAuthentication = false
+    /// The descriptor's stop request number as of the latest local change made while the
+    /// JWT was awaited (which set no timer), nil when none was.
+    var changesAwaitingJWT: Int?
     /// The most changes one request carries (the server's default cap).
     static let maxBatch = 10_000
     private var batchLimit = maxBatch
@@ -212,6 +215,8 @@ actor SyncEngine {
         // The handle the cycle syncs through, once open: a store failure lets go of it.
         var cycleLayer: LayerDatabase?
         do {
+            // An invalid descriptor fails as such, not for want of a JWT no JWT would mend.
+            try descriptor.checkUsable()
             guard var parsedJWT else {
                 await Self.tellLostChangesLeftBehind(descriptor, client)
                 throw InstantError(
@@ -254,7 +259,9 @@ actor SyncEngine {
                     willSend: { await self.enter(.sendingChanges) },
                     willReceive: { await self.enter(.receivingChanges) })
                 try Failpoint.check("sync.afterApply")
-                batchLimit = outcome.batchTooLarge ? max(1, batchLimit / 2) : min(Self.maxBatch, batchLimit * 2)
+                // Half of what was refused (not of the limit: fewer may have been pending).
+                batchLimit =
+                    outcome.refusedBatch.map { max(1, min(batchLimit, $0) / 2) } ?? min(Self.maxBatch, batchLimit * 2)
                 resetStreak = outcome.resetRequired ? resetStreak + 1 : 0
                 // One more round after a reset: from the snapshot's cursor, which a server
                 // that answers it normally confirms (ending the streak).
@@ -273,6 +280,7 @@ actor SyncEngine {
             } while again
             retryAttempt = 0
             awaitingAuthentication = false
+            changesAwaitingJWT = nil
         } catch {
             result = .failure(Self.instantError(error, descriptor, on: cycleLayer))
             // The next cycle (after the backoff) may take one snapshot again.

@@ -30,8 +30,8 @@ struct SyncRound {
     struct Outcome {
         /// The request carried changes.
         var sentChanges: Bool
-        /// The server refused the batch as too large: send fewer.
-        var batchTooLarge = false
+        /// The server refused the batch, of this many changes, as too large: send fewer.
+        var refusedBatch: Int?
         /// The server refused the cursor (`resetRequired`), and the round took a snapshot.
         var resetRequired = false
     }
@@ -82,7 +82,7 @@ struct SyncRound {
             outcome.resetRequired = true
             return outcome
         case .failure(let failure) where failure.isPayloadLimit && pending.count > 1:
-            return Outcome(sentChanges: true, batchTooLarge: true)
+            return Outcome(sentChanges: true, refusedBatch: pending.count)
         case .failure(let failure) where failure.isPayloadLimit && pending.count == 1:
             // One change larger than the server takes: it can never be sent, and keeping it
             // would block every later change. It is lost (reported), and the snapshot puts
