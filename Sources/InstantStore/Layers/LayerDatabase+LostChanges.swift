@@ -66,12 +66,14 @@ extension LayerDatabase {
     /// format; only a salvage reads a file of an older one, without the table.)
     static func fetchLost(_ db: Database) throws -> [LostChangeReport] {
         try Row.fetchAll(db, sql: "SELECT * FROM lostChange ORDER BY seq").map { row in
-            guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+            guard let kind = PendingChange.Kind(rawValue: try row.decode(forColumn: "kind")) else {
                 throw StoreError.corruptLayer(key: "", reason: "a lost change of unknown kind")
             }
             return LostChangeReport(
-                sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                content: row["content"], reason: row["reason"], message: row["message"], winner: row["winner"])
+                sequence: try row.decode(forColumn: "seq"),
+                annotationID: String(storedBytes: try row.decode(forColumn: "annotationId")), kind: kind,
+                content: try row.decode(forColumn: "content"), reason: try row.decode(forColumn: "reason"),
+                message: try row.decode(forColumn: "message"), winner: try row.decode(forColumn: "winner"))
         }
     }
 

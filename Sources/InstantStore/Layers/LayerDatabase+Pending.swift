@@ -110,9 +110,10 @@ extension LayerDatabase {
                 """)
         let markDeleted = try db.cachedStatement(sql: "UPDATE record SET deleted = 1 WHERE annotationId = ?")
         for row in rows {
-            let id: Data = row["annotationId"]
+            let id: Data = try row.decode(forColumn: "annotationId")
             if let wanted, !wanted.contains([UInt8](id)) { continue }
-            if let content: Data = row["content"], row["kind"] != "delete" {
+            let kind: String? = try row.decode(forColumn: "kind")
+            if let content: Data = try row.decode(forColumn: "content"), kind != "delete" {
                 try upsert.execute(arguments: [id, content])
             } else {
                 try markDeleted.execute(arguments: [id])

@@ -60,10 +60,23 @@ extension LayerDatabase {
                 db, sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'localChangeDecided'")
             if numbered != true { return ("the trigger that keeps change numbers unique is missing", removed) }
             if deep {
+                // Every change decodes: a value of the wrong type (a date that is not one)
+                // is damage that `integrity_check` does not see in tables that are not STRICT.
+                do {
+                    _ = try Self.fetchPending(db)
+                    _ = try Self.fetchLost(db)
+                } catch let error as RowDecodingError {
+                    return ("a change holds a value of the wrong type: \(error)", removed)
+                } catch StoreError.corruptLayer(_, let reason) {
+                    return (reason, removed)
+                }
                 let records = try Row.fetchCursor(db, sql: "SELECT annotationId, content FROM record")
                 while let row = try records.next() {
-                    guard AnnotationContent.isIntact(row[1]) else {
-                        return ("record \(StoreError.quoted(String(storedBytes: row[0]))): not a JSON object", removed)
+                    let id: Data? = try? row.decode(atIndex: 0)
+                    let content: Data? = try? row.decode(atIndex: 1)
+                    guard let id, let content, AnnotationContent.isIntact(content) else {
+                        let name = id.map { StoreError.quoted(String(storedBytes: $0)) } ?? "without an id"
+                        return ("record \(name): not a JSON object", removed)
                     }
                 }
             }
@@ -116,12 +129,15 @@ extension LayerDatabase {
     /// The sync identity of a layer file that may be damaged (see ``SalvagedSyncIdentity``).
     static func salvageSyncIdentity(path: String) -> SalvagedSyncIdentity {
         // `SELECT *`: a file of a format before layer-v5 has no baseEpoch column (read as nil).
-        let row = salvage(path: path) { db in try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") }
-        guard let row = row ?? nil else { return SalvagedSyncIdentity() }
-        let epoch: String? = row["epoch"]
-        return SalvagedSyncIdentity(
-            clientID: row["clientId"], baseEpoch: epoch ?? row["baseEpoch"],
-            cursorRevision: epoch == nil ? nil : row["lastServerRevision"])
+        let identity = salvage(path: path) { db -> SalvagedSyncIdentity? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") else { return nil }
+            let epoch: String? = try row.decode(forColumn: "epoch")
+            return SalvagedSyncIdentity(
+                clientID: try row.decode(forColumn: "clientId"),
+                baseEpoch: try epoch ?? row.decode(forColumn: "baseEpoch"),
+                cursorRevision: epoch == nil ? nil : try row.decode(forColumn: "lastServerRevision"))
+        }
+        return (identity ?? nil) ?? SalvagedSyncIdentity()
     }
 
     /// How far past its last change number a file that carries on a client id numbers

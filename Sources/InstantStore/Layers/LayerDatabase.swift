@@ -203,12 +203,14 @@ public final class LayerDatabase: Sendable {
         try Row.fetchAll(
             db, sql: "SELECT * FROM \(table) ORDER BY seq LIMIT ?", arguments: [limit.map { Int64($0) } ?? -1]
         ).map { row in
-            guard let kind = PendingChange.Kind(rawValue: row["kind"]) else {
+            guard let kind = PendingChange.Kind(rawValue: try row.decode(forColumn: "kind")) else {
                 throw StoreError.corruptLayer(key: "", reason: "a pending change of unknown kind")
             }
             return PendingChange(
-                sequence: row["seq"], annotationID: String(storedBytes: row["annotationId"]), kind: kind,
-                content: row["content"], createdAt: row["createdAt"], baseRevision: row["baseRevision"])
+                sequence: try row.decode(forColumn: "seq"),
+                annotationID: String(storedBytes: try row.decode(forColumn: "annotationId")), kind: kind,
+                content: try row.decode(forColumn: "content"), createdAt: try row.decode(forColumn: "createdAt"),
+                baseRevision: try row.decode(forColumn: "baseRevision"))
         }
     }
 
@@ -375,23 +377,29 @@ public final class LayerDatabase: Sendable {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM meta WHERE id = 1") else {
             throw StoreError.corruptLayer(key: key, reason: "the meta row is missing")
         }
-        let tenantText: String = row["tenant"]
+        let tenantText: String = try row.decode(forColumn: "tenant")
         guard let tenant = try? TenantURL(tenantText) else {
             throw StoreError.corruptLayer(key: key, reason: "the meta row names no valid server")
         }
-        let pdf: String? = row["pdfSha256"]
-        let user: Data? = row["userId"]
+        let pdf: String? = try row.decode(forColumn: "pdfSha256")
+        let user: Data? = try row.decode(forColumn: "userId")
         return LayerMetadata(
-            tenant: tenant, documentIdentifier: String(storedBytes: row["documentIdentifier"]),
-            layerName: String(storedBytes: row["layerName"]), pdfSHA256: pdf.flatMap { BlobHash(hex: $0) },
-            userID: user.map { String(storedBytes: $0) }, lastServerRevision: row["lastServerRevision"],
-            epoch: row["epoch"], clientID: row["clientId"], baseEpoch: row["baseEpoch"])
+            tenant: tenant, documentIdentifier: String(storedBytes: try row.decode(forColumn: "documentIdentifier")),
+            layerName: String(storedBytes: try row.decode(forColumn: "layerName")),
+            pdfSHA256: pdf.flatMap { BlobHash(hex: $0) }, userID: user.map { String(storedBytes: $0) },
+            lastServerRevision: try row.decode(forColumn: "lastServerRevision"),
+            epoch: try row.decode(forColumn: "epoch"), clientID: try row.decode(forColumn: "clientId"),
+            baseEpoch: try row.decode(forColumn: "baseEpoch"))
     }
 
-    private static func annotation(_ row: Row) -> Annotation {
+    /// (Every value through `decode`, which throws where GRDB's subscripts trap: a value of
+    /// the wrong type in a damaged file is ``StoreError/corruptLayer(key:reason:)``, never
+    /// a crash, also for the recovery paths that read what they can of such a file.)
+    private static func annotation(_ row: Row) throws -> Annotation {
         Annotation(
-            id: String(storedBytes: row["annotationId"]), content: row["content"],
-            serverRevision: row["serverRevision"], isDeleted: row["deleted"])
+            id: String(storedBytes: try row.decode(forColumn: "annotationId")),
+            content: try row.decode(forColumn: "content"), serverRevision: try row.decode(forColumn: "serverRevision"),
+            isDeleted: try row.decode(forColumn: "deleted"))
     }
 
     static func liveRecordExists(_ db: Database, _ id: String) throws -> Bool {
@@ -400,6 +408,9 @@ public final class LayerDatabase: Sendable {
 
     static func map(_ error: any Error, key: String) -> StoreError {
         if let error = error as? StoreError { return error }
+        if let error = error as? RowDecodingError {
+            return .corruptLayer(key: key, reason: "a value of the wrong type: \(error)")
+        }
         if let error = error as? DatabaseError {
             switch error.resultCode {
             case .SQLITE_CORRUPT, .SQLITE_NOTADB:

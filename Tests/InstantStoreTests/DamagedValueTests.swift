@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import InstantStore
+
+/// A layer file whose SQLite structure is sound but which holds a value of the wrong type
+/// (a date that is not one, text where a number goes: damage `quick_check` does not see in
+/// tables that are not STRICT). GRDB's subscripts trap on such a value; every read of a
+/// layer decodes with `throws` instead, so the file is corrupt, never a crash, for the app
+/// and for the recovery paths, which keep what they could not read.
+@Suite(.serialized) struct DamagedValueTests {
+    private let note = Data(#"{"v":2,"type":"pspdfkit/note","pageIndex":0,"bbox":[0,0,1,1]}"#.utf8)
+
+    /// A layer with a pending change, then `damage` written to its file directly.
+    private func damagedLayer(_ damage: String) throws -> (Scratch, key: String) {
+        let scratch = try Scratch()
+        try scratch.store.ingestPDF(tenant: Scratch.tenant, document: "d", from: scratch.file(samplePDF(seed: 3)))
+        let layer = try scratch.store.createLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        try layer.create(id: "n", content: note)
+        let key = layer.key
+        layer.close()
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
+        try queue.write { db in try db.execute(sql: damage) }
+        try queue.close()
+        return (scratch, key)
+    }
+
+    private func isCorrupt(_ error: StoreError) -> Bool {
+        if case .corruptLayer = error { true } else { false }
+    }
+
+    @Test func aPendingChangeThatCannotBeDecodedIsCorruptionNotACrash() throws {
+        let (scratch, key) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { layer.close() }
+        #expect(throws: StoreError.self) { try layer.pendingChanges() }
+        do {
+            _ = try layer.pendingChanges()
+        } catch {
+            #expect(isCorrupt(error), "\(error)")
+        }
+        // A deep verify, and its repair, decode every change: reported, and the file kept
+        // (in place, or set aside in quarantine), never deleted.
+        let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
+        #expect(report.problems.contains { $0.kind == .corruptLayer }, "\(report.problems)")
+        let kept =
+            scratch.files(in: "layers").contains { $0.hasPrefix(key) }
+            || scratch.files(in: "quarantine").contains { $0.contains(key) }
+        #expect(kept, "layers: \(scratch.files(in: "layers")), quarantine: \(scratch.files(in: "quarantine"))")
+    }
+
+    @Test func aMetaRowWithTextForANumberIsCorruptionNotACrash() throws {
+        let (scratch, _) = try damagedLayer("UPDATE meta SET lastServerRevision = 'many'")
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        #expect(throws: StoreError.self) {
+            let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+            defer { layer.close() }
+            _ = try layer.metadata()
+        }
+        let report = try scratch.store.verify(VerifyOptions(repair: true))
+        #expect(report.problems.contains { $0.kind == .corruptLayer }, "\(report.problems)")
+        // Lost catalog: the rebuild reads every layer file's meta row.
+        scratch.store.close()
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: scratch.store.layout.catalogPath + suffix)
+        }
+        let (rebuilt, _) = try InstantStore.rebuildCatalog(root: scratch.root)
+        rebuilt.close()
+    }
+}
