@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import InstantStore
@@ -37,5 +38,77 @@ import Testing
         #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
         layer.close()
         #expect(try scratch.store.verify().isClean)
+    }
+
+    /// The same race on a file system without hard links, where the orphan is copied to
+    /// quarantine outside the catalog's lock: the adoption lands while the copy is made.
+    /// Before, the sweep looked for a row before copying, then unlinked the adopted file;
+    /// now it looks again under the lock after the copy, leaves the file, and drops its copy.
+    @Test func anOrphanAdoptedWhileItIsCopiedIsNotQuarantined() async throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "6")
+        let noLinks = "file.link@\(orphanKey)=eperm"
+        Failpoint.add(noLinks)
+        defer { Failpoint.remove(noLinks) }
+        let pause = FailpointPause("quarantine.afterLink", at: orphanKey, in: scratch)
+        defer { pause.end() }
+        let store = scratch.store
+        async let first = onThread { try store.disposeOrphanLayer(key: orphanKey, mayDelete: true) }
+        try await pause.reached()
+        let other = try InstantStore(root: scratch.root)
+        defer { other.close() }
+        try other.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
+        #expect(
+            try other.disposeOrphanLayer(key: orphanKey, mayDelete: true)
+                == .adopted(LayerReference(tenant: Scratch.tenant, document: "d", layer: "")))
+        pause.release()
+
+        #expect(try await first == .claimed)
+        #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))
+        #expect(try scratch.store.quarantinedFiles().isEmpty, "the copy of a file not set aside is dropped")
+        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        #expect(layer.key == orphanKey)
+        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
+        layer.close()
+        #expect(try scratch.store.verify().isClean)
+    }
+
+    /// Without the race, on a file system without hard links, the orphan is set aside as
+    /// with links: copied, then unlinked under the lock.
+    @Test func anOrphanIsQuarantinedByCopyWithoutHardLinks() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "5")
+        let noLinks = "file.link@\(orphanKey)=eperm"
+        Failpoint.add(noLinks)
+        defer { Failpoint.remove(noLinks) }
+        let outcome = try scratch.store.disposeOrphanLayer(key: orphanKey, mayDelete: true)
+        guard case .quarantined(let name) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))
+        #expect(try scratch.store.quarantinedFiles().map(\.name) == [name])
+        #expect(try scratch.store.verify().isClean)
+    }
+
+    /// An orphan set aside because its layer was removed (the file carries the removal's
+    /// mark) after the app removed the whole document: the sweep brings back no tenant
+    /// or document row (a cache entry the app would see purged a second time).
+    @Test func quarantiningAnOrphanMakesNoRowsForWhatWasRemoved() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "4")
+        try scratch.store.removeTenant(Scratch.tenant, pendingChanges: .discard)
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: orphanKey))
+        try queue.write { db in try db.execute(sql: "UPDATE meta SET removed = 1") }
+        try queue.close()
+        guard case .quarantined = try scratch.store.disposeOrphanLayer(key: orphanKey, mayDelete: true) else {
+            Issue.record("the marked orphan is set aside")
+            return
+        }
+        #expect(try scratch.store.cacheEntries().isEmpty)
+        #expect(try scratch.store.localDescriptors().isEmpty)
     }
 }

@@ -64,9 +64,13 @@ extension InstantStore {
                 }
                 let reference = LayerReference(
                     tenant: metadata.tenant, document: metadata.documentIdentifier, layer: metadata.layerName)
-                let document = try self.catalog.documentRow(metadata.tenant, metadata.documentIdentifier, in: db)
+                // Looked up, not created: a file set aside must not bring back the tenant or
+                // document rows of what the app removed (an adoption makes them itself).
+                let document = try self.catalog.tenantID(metadata.tenant, create: false, in: db).flatMap {
+                    try self.catalog.document($0, metadata.documentIdentifier, in: db)
+                }
                 let taken =
-                    try document.id.map { try self.catalog.layer($0, metadata.layerName, in: db) != nil } ?? false
+                    try document?.id.map { try self.catalog.layer($0, metadata.layerName, in: db) != nil } ?? false
                 if markedRemoved || taken {
                     quarantine = true
                     return .quarantined("")
@@ -97,11 +101,38 @@ extension InstantStore {
                 return .quarantined(try self.layout.quarantine(relative, copying: false) ?? "")
             }
         } catch .io(_, _, let code) where FileSystem.refusesLinks(code) {
-            // No hard links on this file system: a synced copy, outside the lock, after one
-            // more look (an adoption between that look and the copy is not seen here).
-            let claimed = try catalog.read { db in try self.isClaimed(relative, in: db) }
-            return claimed ? .claimed : .quarantined(try layout.quarantine(relative) ?? "")
+            return try quarantineUnclaimedLayerByCopy(relative)
         }
+    }
+
+    /// ``quarantineUnclaimedLayer(_:)`` on a file system without hard links: a synced copy,
+    /// made outside the lock (it takes seconds, which every writer would wait), kept only
+    /// if, under the lock again, no row claims the file and it is still the file copied
+    /// (its main file and `-wal` unchanged); the originals are unlinked there, so no
+    /// adoption can come between that look and the unlink. Otherwise the copy goes.
+    private func quarantineUnclaimedLayerByCopy(_ relative: String) throws(StoreError) -> OrphanOutcome {
+        let path = layout.absolute(relative)
+        let copied = (FileSystem.identity(path), FileSystem.identity(path + "-wal"))
+        guard let name = try layout.quarantine(relative, keepingOriginal: true) else { return .quarantined("") }
+        // A failure here keeps the copy: the unlinks may have begun, and it is whole.
+        let outcome = try catalog.write { db -> OrphanOutcome in
+            if try self.isClaimed(relative, in: db) { return .claimed }
+            guard (FileSystem.identity(path), FileSystem.identity(path + "-wal")) == copied else {
+                return .left("changed while it was copied to quarantine; looked at again next time")
+            }
+            // The main file last: until it goes, whatever reads the original has its WAL.
+            for suffix in ["-shm", "-wal", ""] { try FileSystem.remove(path + suffix) }
+            return .quarantined(name)
+        }
+        if case .quarantined = outcome {
+            try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
+        } else {
+            // Not of a file set aside: the original stays where it is.
+            for suffix in ["", "-wal", "-shm"] {
+                try? FileSystem.remove(layout.quarantineDirectory + "/" + name + suffix)
+            }
+        }
+        return outcome
     }
 
     /// Deletes an orphan blob inside a write transaction, after checking again that no

@@ -37,7 +37,7 @@ extension StoreLayout {
             }
         }
         try FileSystem.syncDirectory(quarantineDirectory)
-        try Failpoint.check("quarantine.afterLink")
+        try Failpoint.check("quarantine.afterLink", path: source)
         if keepingOriginal { return (target as NSString).lastPathComponent }
         // The main file last: until it goes, whatever reads the original still has its WAL.
         for suffix in suffixes.reversed() { try FileSystem.remove(source + suffix) }
