@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 
 /// Hands each event to the client's delegate, to `NotificationCenter.default`, and to every
-/// open ``InstantClient/events()`` stream, in that order, on the caller's thread. Callers
-/// emit one descriptor's events from one place at a time, so they arrive in order.
+/// open ``InstantClient/events()`` stream, in that order, on the caller's thread, one
+/// event at a time: a delegate is never called on two threads at once (a reauthentication
+/// may finish while a sync cycle applies a page, each telling from its own task).
 final class EventHub: Sendable {
     private struct State {
         weak var delegate: (any InstantClientDelegate)?
@@ -15,6 +16,9 @@ final class EventHub: Sendable {
         weak var buffer: EventBuffer?
     }
     private let state = Mutex(State())
+    /// Held while one event is handed out. Recursive: a handler may call the client, and
+    /// nothing it calls emits on its thread, but that must not be what keeps it working.
+    private let delivery = NSRecursiveLock()
 
     var delegate: (any InstantClientDelegate)? {
         get { state.withLock { $0.delegate } }
@@ -29,6 +33,8 @@ final class EventHub: Sendable {
 
     /// Tells everyone of `event`; `receipt` learns when each stream hands it over.
     func emit(_ event: InstantEvent, from client: InstantClient, receipt: DeliveryReceipt? = nil) {
+        delivery.lock()
+        defer { delivery.unlock() }
         let (delegate, buffers) = state.withLock { state in
             var buffers: [EventBuffer] = []
             buffers.reserveCapacity(state.streams.count)

@@ -1,0 +1,72 @@
+import Foundation
+import ServerTestSupport
+import Synchronization
+import Testing
+
+@testable import Instant
+
+/// Events told from two tasks at once (a reauthentication finishing while a sync cycle
+/// applies a page, each emitting from its own task) reach the delegate one at a time: it
+/// is never called on two threads at once, as the delegate's documentation promises.
+@Suite struct EventDeliveryOrderTests {
+    @Test func theDelegateIsNeverCalledOnTwoThreadsAtOnce() async throws {
+        try await ClientHarness.with { h in
+            let (client, _, descriptor) = try await h.downloadedDoc()
+            let delegate = OverlapDelegate()
+            client.delegate = delegate
+            let perThread = 40
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        await onThread {
+                            for _ in 0..<perThread { client.emit(.didBeginSync(descriptor)) }
+                        }
+                    }
+                }
+            }
+            #expect(delegate.calls.load(ordering: .relaxed) == 2 * perThread)
+            #expect(delegate.most.load(ordering: .relaxed) == 1, "calls overlapped")
+            withExtendedLifetime(delegate) {}
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own (not the cooperative pool's two).
+private func onThread(_ body: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            body()
+            continuation.resume()
+        }
+    }
+}
+
+/// Counts how many of its calls run at once, at most.
+private final class OverlapDelegate: InstantClientDelegate {
+    let inside = Atomic<Int>(0)
+    let most = Atomic<Int>(0)
+    let calls = Atomic<Int>(0)
+
+    func instantClient(_ client: InstantClient, didBeginSyncFor descriptor: InstantDocumentDescriptor) {
+        let now = inside.add(1, ordering: .sequentiallyConsistent).newValue
+        _ = most.max(now, ordering: .sequentiallyConsistent)
+        calls.add(1, ordering: .sequentiallyConsistent)
+        usleep(2_000)
+        inside.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    func instantClient(_ client: InstantClient, didFinishDownloadFor descriptor: InstantDocumentDescriptor) {}
+    func instantClient(
+        _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
+        didFailDownloadWithError error: InstantError
+    ) {}
+    func instantClient(_ client: InstantClient, didFailAuthenticationFor descriptor: InstantDocumentDescriptor) {}
+    func instantClient(
+        _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
+        didFinishReauthenticationWithJWT jwt: String
+    ) {}
+    func instantClient(
+        _ client: InstantClient, documentDescriptor descriptor: InstantDocumentDescriptor,
+        didFailReauthenticationWithError error: InstantError
+    ) {}
+}
