@@ -137,7 +137,8 @@ import ServerTestSupport
     /// only after it, once this loop has moved on and closed its connection: that one still
     /// holds the place until the server sees the close, and the refusal is then its, while
     /// the new parked one was refused too. So a refusal counts only while the parked
-    /// connection has had no answer; else start over, a few times.
+    /// connection has had no answer for 4 s (a 503 for it can take seconds to come on a
+    /// machine running the whole suite); else start over, a few times.
     private func parkedAndRefused(_ server: TestServer, token: String) async throws -> (
         RawConnection, TestServer.Reply
     ) {
@@ -154,7 +155,7 @@ import ServerTestSupport
             try await Task.sleep(for: .milliseconds(300 * attempt))
             refused = try await server.client(.GET, "d", "listen?revision=0&timeout=1", token: token)
             guard refused?.status == 503 else { continue }
-            let heard = await parked.readUntilClosed(seconds: 2)
+            let heard = await parked.readUntilClosed(seconds: 4)
             if heard.data.isEmpty && !heard.closed { break }
         }
         return (parked, try #require(refused))
