@@ -2,9 +2,15 @@ import Foundation
 import Synchronization
 
 /// Hands each event to the client's delegate, to `NotificationCenter.default`, and to every
-/// open ``InstantClient/events()`` stream, in that order, on the caller's thread, one
-/// event at a time: a delegate is never called on two threads at once (a reauthentication
-/// may finish while a sync cycle applies a page, each telling from its own task).
+/// open ``InstantClient/events()`` stream, in that order, one event at a time, in the order
+/// they were emitted: a delegate is never called on two threads at once (a
+/// reauthentication may finish while a sync cycle applies a page, each telling from its
+/// own task).
+///
+/// The emitter delivers, on its thread, unless another thread is delivering already: then
+/// its event joins that thread's queue and the call returns at once (an emitter never
+/// waits for another's handler, which may be slow, or block). A receipt counts the
+/// delegate's and notifications' delivery too, so what it settles waits for them.
 final class EventHub: Sendable {
     private struct State {
         weak var delegate: (any InstantClientDelegate)?
@@ -16,9 +22,12 @@ final class EventHub: Sendable {
         weak var buffer: EventBuffer?
     }
     private let state = Mutex(State())
-    /// Held while one event is handed out. Recursive: a handler may call the client, and
-    /// nothing it calls emits on its thread, but that must not be what keeps it working.
-    private let delivery = NSRecursiveLock()
+    /// Events waiting for the thread delivering (``Delivery/draining``) to hand them out.
+    private struct Delivery {
+        var waiting: [(event: InstantEvent, client: InstantClient, receipt: DeliveryReceipt?)] = []
+        var draining = false
+    }
+    private let delivery = Mutex(Delivery())
 
     var delegate: (any InstantClientDelegate)? {
         get { state.withLock { $0.delegate } }
@@ -33,8 +42,28 @@ final class EventHub: Sendable {
 
     /// Tells everyone of `event`; `receipt` learns when each stream hands it over.
     func emit(_ event: InstantEvent, from client: InstantClient, receipt: DeliveryReceipt? = nil) {
-        delivery.lock()
-        defer { delivery.unlock() }
+        receipt?.expect()  // the delegate's and notifications' delivery
+        let deliverHere = delivery.withLock { delivery -> Bool in
+            delivery.waiting.append((event, client, receipt))
+            guard !delivery.draining else { return false }
+            delivery.draining = true
+            return true
+        }
+        guard deliverHere else { return }
+        while let next = delivery.withLock({ delivery -> (InstantEvent, InstantClient, DeliveryReceipt?)? in
+            guard !delivery.waiting.isEmpty else {
+                delivery.draining = false
+                return nil
+            }
+            let next = delivery.waiting.removeFirst()
+            return (next.event, next.client, next.receipt)
+        }) {
+            deliver(next.0, from: next.1, receipt: next.2)
+            next.2?.taken().runDetached()
+        }
+    }
+
+    private func deliver(_ event: InstantEvent, from client: InstantClient, receipt: DeliveryReceipt?) {
         let (delegate, buffers) = state.withLock { state in
             var buffers: [EventBuffer] = []
             buffers.reserveCapacity(state.streams.count)
