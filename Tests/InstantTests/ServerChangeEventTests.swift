@@ -194,11 +194,12 @@ import Testing
             try await h.createOnServer(["s"])
             for _ in 0..<3000 where h.proxy.requestsAnswered == 0 { try await Task.sleep(for: .milliseconds(10)) }
             let before = h.proxy.requestsAnswered
-            try await Task.sleep(for: .seconds(2))
+            // 4 s: on a machine running the whole suite, 2 s once saw a single poll.
+            try await Task.sleep(for: .seconds(4))
             let polls = h.proxy.requestsAnswered - before
             #expect(polls >= 2, "still listening")
             // In a loop: hundreds.
-            #expect(polls <= 20, "\(polls) polls in 2 s")
+            #expect(polls <= 40, "\(polls) polls in 4 s")
             let names = await log.names
             #expect(names.filter { $0.hasPrefix("didFailSync") }.isEmpty, "\(names)")
         }

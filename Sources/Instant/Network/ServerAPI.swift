@@ -4,6 +4,7 @@ import InstantProtocol
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The client API of one server (docs/PROTOCOL.md, `/i/v1`), over async-http-client: one
 /// function per request, each taking the JWT it runs under. Failures come out as
@@ -150,18 +151,40 @@ struct ServerAPI: Sendable {
         return answer
     }
 
-    /// A response's body of at most `limit` bytes, in by `deadline`. async-http-client's
-    /// deadline ends with the answer's head, and its read timeout with any byte: a server
-    /// (or a proxy) that sends its body a byte at a time would otherwise hold the request,
-    /// and the sync waiting for it, for as long as it likes.
+    /// The slowest a JSON body may come once the request's deadline has passed: every
+    /// byte received moves the deadline on by 1/this of a second. 4 KiB/s (32 kbit/s): a
+    /// page of 4 MiB over a poor mobile link still arrives; a body sent a byte at a time
+    /// does not hold a sync for ever.
+    static let minimumBodyRate = 4 << 10
+
+    /// A response's body of at most `limit` bytes, in by `deadline`, moved on by what
+    /// arrives (``minimumBodyRate``). async-http-client's deadline ends with the answer's
+    /// head, and its read timeout with any byte: a server (or a proxy) that sends its body
+    /// a byte at a time would otherwise hold the request, and the sync waiting for it,
+    /// for as long as it likes.
     static func collect(_ body: HTTPClientResponse.Body, upTo limit: Int, by deadline: NIODeadline) async throws
         -> ByteBuffer
     {
-        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask { try await body.collect(upTo: limit) }
+        let received = ByteCount()
+        return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask {
-                try await Task.sleep(for: .nanoseconds(max(0, (deadline - .now()).nanoseconds)))
-                return nil
+                var collected = ByteBuffer()
+                for try await chunk in body {
+                    guard collected.readableBytes + chunk.readableBytes <= limit else {
+                        throw NIOTooManyBytesError(maxBytes: limit)
+                    }
+                    collected.writeImmutableBuffer(chunk)
+                    received.bytes.add(chunk.readableBytes, ordering: .relaxed)
+                }
+                return collected
+            }
+            group.addTask {
+                while true {
+                    let bought = Int64(received.bytes.load(ordering: .relaxed)) * 1_000_000_000 / Int64(minimumBodyRate)
+                    let left = (deadline + .nanoseconds(bought)) - .now()
+                    if left <= .zero { return nil }
+                    try await Task.sleep(for: .nanoseconds(left.nanoseconds))
+                }
             }
             // Ends the other: the sleep, or the body's transfer (cancelling it closes the
             // connection).
@@ -171,9 +194,14 @@ struct ServerAPI: Sendable {
         }
     }
 
+    /// The bytes of a body received so far, shared with its watchdog.
+    private final class ByteCount: Sendable {
+        let bytes = Atomic<Int>(0)
+    }
+
     private struct SlowBody: Error, CustomStringConvertible {
         var description: String {
-            "the answer's body did not arrive within the request's deadline (it came too slowly)"
+            "the answer's body did not arrive within the request's deadline, and came slower than 4 KiB/s past it"
         }
     }
 
@@ -254,7 +282,9 @@ struct ServerAPI: Sendable {
         case .remoteConnectionClosed: return "the server closed the connection before its answer ended"
         case .deadlineExceeded: return "no answer within the request's deadline"
         case .cancelled: return "cancelled"
-        default: return String(describing: error)
+        // Without its values: some carry what was sent (a header refused as invalid, the
+        // `Authorization` one with its token among them).
+        default: return error.shortDescription
         }
     }
 }
