@@ -111,4 +111,19 @@ import Testing
         #expect(try scratch.store.cacheEntries().isEmpty)
         #expect(try scratch.store.localDescriptors().isEmpty)
     }
+
+    /// Without hard links, the copy to quarantine fails part way (a full disk): nothing
+    /// was moved, the orphan is where it was, and no torn copy is left in `quarantine/`
+    /// (one more per sweep would fill what the next sweep frees).
+    @Test func aCopyThatFailsLeavesNothingInQuarantine() throws {
+        let scratch = try Scratch()
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "3")
+        let rules = ["file.link@\(orphanKey)=eperm", "file.write@quarantine=enospc"]
+        for rule in rules { Failpoint.add(rule) }
+        defer { for rule in rules { Failpoint.remove(rule) } }
+        #expect(throws: StoreError.self) { try scratch.store.disposeOrphanLayer(key: orphanKey, mayDelete: true) }
+        #expect(scratch.files(in: "quarantine").isEmpty, "\(scratch.files(in: "quarantine"))")
+        #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))
+    }
 }

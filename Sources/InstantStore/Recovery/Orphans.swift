@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// What happened to an orphan layer file (one no catalog row claims).
 enum OrphanOutcome: Equatable {
@@ -114,23 +115,33 @@ extension InstantStore {
         let path = layout.absolute(relative)
         let copied = (FileSystem.identity(path), FileSystem.identity(path + "-wal"))
         guard let name = try layout.quarantine(relative, keepingOriginal: true) else { return .quarantined("") }
-        // A failure here keeps the copy: the unlinks may have begun, and it is whole.
-        let outcome = try catalog.write { db -> OrphanOutcome in
-            if try self.isClaimed(relative, in: db) { return .claimed }
-            guard (FileSystem.identity(path), FileSystem.identity(path + "-wal")) == copied else {
-                return .left("changed while it was copied to quarantine; looked at again next time")
+        let copy = layout.quarantineDirectory + "/" + name
+        let unlinking = Atomic<Bool>(false)
+        let outcome: OrphanOutcome
+        do {
+            outcome = try catalog.write { db -> OrphanOutcome in
+                if try self.isClaimed(relative, in: db) { return .claimed }
+                guard (FileSystem.identity(path), FileSystem.identity(path + "-wal")) == copied else {
+                    return .left("changed while it was copied to quarantine; looked at again next time")
+                }
+                // The main file last: until it goes, whatever reads the original has its WAL.
+                unlinking.store(true, ordering: .relaxed)
+                for suffix in ["-shm", "-wal", ""] { try FileSystem.remove(path + suffix) }
+                return .quarantined(name)
             }
-            // The main file last: until it goes, whatever reads the original has its WAL.
-            for suffix in ["-shm", "-wal", ""] { try FileSystem.remove(path + suffix) }
-            return .quarantined(name)
+        } catch {
+            // Before any unlink the original is whole where it was: the copy goes (the next
+            // sweep makes its own). Once they began, the copy may be the only whole one.
+            if !unlinking.load(ordering: .relaxed) {
+                for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(copy + suffix) }
+            }
+            throw error
         }
         if case .quarantined = outcome {
             try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
         } else {
             // Not of a file set aside: the original stays where it is.
-            for suffix in ["", "-wal", "-shm"] {
-                try? FileSystem.remove(layout.quarantineDirectory + "/" + name + suffix)
-            }
+            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(copy + suffix) }
         }
         return outcome
     }

@@ -25,16 +25,28 @@ extension StoreLayout {
         for suffix in ["", "-wal", "-shm"] where try FileSystem.isPresent(source + suffix) { suffixes.append(suffix) }
         guard !suffixes.isEmpty else { return nil }
         let target = quarantinePath(for: relativePath)
-        for suffix in suffixes {
-            do throws(StoreError) {
-                guard try FileSystem.link(source + suffix, target + suffix) else {
-                    throw .fromErrno("link", source + suffix + " -> " + target + suffix, EEXIST)
+        var made: [String] = []
+        do throws(StoreError) {
+            for suffix in suffixes {
+                do throws(StoreError) {
+                    guard try FileSystem.link(source + suffix, target + suffix) else {
+                        throw .fromErrno("link", source + suffix + " -> " + target + suffix, EEXIST)
+                    }
+                } catch .io(_, _, let code) where copying && FileSystem.refusesLinks(code) {
+                    // A file system without hard links (vfat, some network and FUSE mounts): a
+                    // synced copy instead. The original stays until the copy is durable.
+                    made.append(target + suffix)  // a failed copy may leave part of one
+                    try FileSystem.copy(source + suffix, to: target + suffix)
+                    continue
                 }
-            } catch .io(_, _, let code) where copying && FileSystem.refusesLinks(code) {
-                // A file system without hard links (vfat, some network and FUSE mounts): a
-                // synced copy instead. The original stays until the copy is durable.
-                try FileSystem.copy(source + suffix, to: target + suffix)
+                made.append(target + suffix)
             }
+        } catch {
+            // Nothing was moved yet (every original is in place): what was made here is
+            // no evidence of anything, and a later attempt makes its own (a full disk would
+            // otherwise fill with torn copies, one per sweep).
+            for path in made { try? FileSystem.remove(path) }
+            throw error
         }
         try FileSystem.syncDirectory(quarantineDirectory)
         try Failpoint.check("quarantine.afterLink", path: source)
