@@ -49,6 +49,42 @@ import Testing
             scratch.files(in: "layers").contains { $0.hasPrefix(key) }
             || scratch.files(in: "quarantine").contains { $0.contains(key) }
         #expect(kept, "layers: \(scratch.files(in: "layers")), quarantine: \(scratch.files(in: "quarantine"))")
+        // The repair carries the change into the new file, read row by row (its creation
+        // time, which could not be read, is the repair's); the old file is evidence.
+        #expect(report.pendingChangesSalvaged == 1 && report.pendingChangesUnreadable == 0, "\(report)")
+        let repaired = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { repaired.close() }
+        #expect(try repaired.pendingChanges().map(\.annotationID) == ["n"])
+        #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
+    }
+
+    /// Of two pending changes, one has no readable kind: the repair carries the other and
+    /// reports that one unreadable (it stays in the quarantined old file).
+    @Test func aRepairCarriesTheChangesItCanReadAndReportsTheRest() throws {
+        let (scratch, _) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        do {
+            let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+            defer { layer.close() }
+            let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: layer.key))
+            // Damage the schema's CHECK would refuse from a writer: past it, as a flipped
+            // byte in a record would be.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
+                        VALUES (2, X'6D', 42, NULL, '2026-01-01 00:00:00.000', 0)
+                        """)
+            }
+            try queue.close()
+        }
+        let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
+        #expect(report.pendingChangesSalvaged == 1 && report.pendingChangesUnreadable == 1, "\(report)")
+        let repaired = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
+        defer { repaired.close() }
+        #expect(try repaired.pendingChanges().map(\.annotationID) == ["n"])
+        #expect(try scratch.store.quarantinedFiles().count == 1)
     }
 
     @Test func aMetaRowWithTextForANumberIsCorruptionNotACrash() throws {

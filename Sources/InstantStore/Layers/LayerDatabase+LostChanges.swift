@@ -80,11 +80,14 @@ extension LayerDatabase {
     /// The pending changes (nil when they cannot be read) and the untold lost changes
     /// (none when they cannot be) of a possibly damaged layer file, in one read (a writer
     /// may still move changes from one to the other).
-    static func salvagePendingAndLostChanges(path: String) -> (pending: [PendingChange]?, lost: [LostChangeReport]) {
+    static func salvagePendingAndLostChanges(path: String) -> (
+        pending: [PendingChange]?, unreadable: Int, lost: [LostChangeReport]
+    ) {
         salvage(path: path) { db in
             let lost = try? db.tableExists("lostChange") ? fetchLost(db) : []  // none before layer-v6
-            return (try? fetchSalvagedPending(db), lost ?? [])
-        } ?? (nil, [])
+            let pending = try? fetchSalvagedPending(db)
+            return (pending?.changes, pending?.unreadable ?? 0, lost ?? [])
+        } ?? (nil, 0, [])
     }
 
     /// How many lost changes wait to be told.

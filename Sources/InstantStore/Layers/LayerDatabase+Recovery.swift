@@ -84,11 +84,35 @@ extension LayerDatabase {
         }
     }
 
-    /// The pending changes of a file of any format: before layer-v3 they are in
-    /// `pendingChange`.
-    static func fetchSalvagedPending(_ db: Database) throws -> [PendingChange] {
+    /// The pending changes of a file of any format (before layer-v3 they are in
+    /// `pendingChange`), row by row: a row whose number, annotation id or kind cannot be
+    /// read (or a create or update without readable content) is left out and counted, and
+    /// the others are kept (a creation time that cannot be read is now, a base that
+    /// cannot be none). A recovery carries what it can read, and reports the rest, which
+    /// stays in the old file it quarantines.
+    static func fetchSalvagedPending(_ db: Database) throws -> (changes: [PendingChange], unreadable: Int) {
         let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
-        return try fetchPending(db, table: table)
+        var changes: [PendingChange] = []
+        var unreadable = 0
+        let rows = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY seq")
+        while let row = try rows.next() {
+            guard let sequence = try? row.decode(Int64.self, forColumn: "seq"),
+                let id = try? row.decode(Data.self, forColumn: "annotationId"),
+                let kindName = try? row.decode(String.self, forColumn: "kind"),
+                let kind = PendingChange.Kind(rawValue: kindName),
+                case let content = (try? row.decode(Data?.self, forColumn: "content")) ?? nil,
+                content != nil || kind == .delete
+            else {
+                unreadable += 1
+                continue
+            }
+            changes.append(
+                PendingChange(
+                    sequence: sequence, annotationID: String(storedBytes: id), kind: kind, content: content,
+                    createdAt: (try? row.decode(Date.self, forColumn: "createdAt")) ?? Date(),
+                    baseRevision: (try? row.decode(Int64?.self, forColumn: "baseRevision")) ?? nil))
+        }
+        return (changes, unreadable)
     }
 
     /// What `read` finds in a possibly damaged layer file, opened read-only and not

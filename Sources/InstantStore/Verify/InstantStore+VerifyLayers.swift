@@ -174,7 +174,11 @@ extension InstantStore {
                     // nothing. Anything else (busy, a newer format since the check, an
                     // I/O error) stops the repair: the file is not ours to take.
                     guard case .corruptLayer = Catalog.map(error, path: oldPath) else { throw error }
-                    (salvaged, lostCarried) = LayerDatabase.salvagePendingAndLostChanges(path: oldPath)
+                    let read = LayerDatabase.salvagePendingAndLostChanges(path: oldPath)
+                    (salvaged, lostCarried) = (read.pending, read.lost)
+                    // Rows that could not be read stay in the old file, which goes to
+                    // quarantine: reported, as when no change could be read.
+                    unreadable = read.unreadable
                     if let changes = salvaged {
                         let identity = LayerDatabase.salvageSyncIdentity(path: oldPath)
                         (clientID, baseEpoch) = (identity.clientID, identity.baseEpoch)
