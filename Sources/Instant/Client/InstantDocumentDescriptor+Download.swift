@@ -142,7 +142,7 @@ extension InstantDocumentDescriptor {
                     // say) may start by itself again. Changes made meanwhile (from the
                     // event's handler, say) found it waiting: their timer is set now. Off the
                     // download's path: nothing of this runs unless it waited.
-                    if await engine.authenticated(), (try? self.openLayer().pendingChangeCount()) ?? 0 > 0 {
+                    if await engine.authenticated().waited, (try? self.openLayer().pendingChangeCount()) ?? 0 > 0 {
                         self.localChangesMade()
                     }
                     // Listening stopped when the layer went away; it goes on if still asked for.

@@ -102,7 +102,7 @@ extension InstantDocumentDescriptor {
                 try self.check(jwt)
                 try await self.verify(jwt, with: client.api)
                 self.update(jwt: jwt)
-                await engine.authenticated()
+                let (_, changesMade) = await engine.authenticated()
                 await done()
                 client.emit(.didFinishReauthentication(self, jwt: token))
                 await engine.resumeListening()
@@ -110,7 +110,7 @@ extension InstantDocumentDescriptor {
                 // Changes made while the JWT was awaited set no timer: this sync sends them
                 // (a stop asked for since withdraws or ends it), or they set one after it.
                 let synced = self.isLayerStored ? await engine.syncResult(afterStops: stops) : nil
-                await engine.followUpChangesMadeAwaitingJWT(synced: (try? synced?.get()) != nil)
+                await engine.followUpChangesMadeAwaitingJWT(changesMade, synced: (try? synced?.get()) != nil)
             } catch {
                 await done()
                 client.emit(.didFailReauthentication(self, error))

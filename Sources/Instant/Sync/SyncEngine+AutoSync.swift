@@ -29,15 +29,14 @@ extension SyncEngine {
     }
 
     /// After the sync a reauthentication ends with (`synced`: it succeeded): changes made
-    /// while the JWT was awaited found no timer to set. That sync sent them, or they set
-    /// one now (it failed, say with a stop asked for meanwhile keeping it from being
-    /// retried), unless a stop asked for after them withdraws it. Not a timer whatever
-    /// the outcome: the sync just run read every pending change, and a timer would only
-    /// run a second, empty cycle.
-    func followUpChangesMadeAwaitingJWT(synced: Bool) {
-        guard let requested = changesAwaitingJWT else { return }
-        changesAwaitingJWT = nil
-        if !synced { localChangesMade(afterStops: requested) }
+    /// while the JWT was awaited (`changesMade`, from ``authenticated()``) found no timer
+    /// to set. That sync sent them, or they set one now (it failed, say with a stop asked
+    /// for meanwhile keeping it from being retried), unless a stop asked for after them
+    /// withdraws it. Not a timer whatever the outcome: the sync just run read every
+    /// pending change, and a timer would only run a second, empty cycle.
+    func followUpChangesMadeAwaitingJWT(_ changesMade: Int?, synced: Bool) {
+        guard let requested = changesMade, !synced else { return }
+        localChangesMade(afterStops: requested)
     }
 
     /// The descriptor's delay changed: a timer set with the old one is set again with the
@@ -82,7 +81,13 @@ extension SyncEngine {
         // A pending retry starts the cycle itself; a refused JWT waits for a new one.
         // Otherwise sync, even if a cycle ran since the timer was set: changes made after
         // it read them counted on this timer.
-        guard retry == nil, !awaitingAuthentication else { return }
+        guard retry == nil else { return }
+        if awaitingAuthentication {
+            // Its changes wait for the JWT (no stop came since they set it: a stop cancels
+            // the timer).
+            changesAwaitingJWT = max(changesAwaitingJWT ?? 0, stopsFollowed)
+            return
+        }
         _ = await startCycle()
     }
 }

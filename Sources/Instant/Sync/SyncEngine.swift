@@ -137,14 +137,16 @@ actor SyncEngine {
     }
 
     /// A new JWT was accepted: syncing may start by itself again. Returns whether it was
-    /// waiting for one.
+    /// waiting for one, and the stop request number of the latest change made meanwhile
+    /// that set no timer (nil when none did), for ``followUpChangesMadeAwaitingJWT(_:synced:)``.
     @discardableResult
-    func authenticated() -> Bool {
+    func authenticated() -> (waited: Bool, changesMade: Int?) {
         defer {
             awaitingAuthentication = false
             retryAttempt = 0
+            changesAwaitingJWT = nil
         }
-        return awaitingAuthentication
+        return (awaitingAuthentication, changesAwaitingJWT)
     }
 
     /// Starts a cycle, or joins the running one. `askedAfterStop`: a sync the app asked for
@@ -304,6 +306,9 @@ actor SyncEngine {
             // goes again with it, after the usual wait, rather than wait for a new change.
             if descriptor.jwt?.token == usedJWT {
                 awaitingAuthentication = true
+                // Changes that joined this cycle (or that its round did not send) wait for
+                // the JWT too: told to the reauthentication, as those made from now on are.
+                changesAwaitingJWT = max(changesAwaitingJWT ?? 0, cycleAsked)
                 client.emit(.didFailAuthentication(descriptor))
             } else {
                 client.emit(.didFailSync(descriptor, error))
