@@ -27,11 +27,18 @@ enum ExitStatus {
         }
     }
 
-    static func status(for error: StoreError) -> ExitCode {
-        switch error {
-        case .pendingChanges, .originStore, .readOnlyStore: refused
-        case .ambiguousDocument: usage
-        case .busy, .catalogCorrupt, .unsupportedFormatVersion, .database, .io, .layerUnreadable: unavailable
+    static func status(for error: StoreError) -> ExitCode { status(forStoreCode: error.code) }
+
+    /// The status of a store error by its code: also one the client reports inside an
+    /// `InstantError` (``InstantError/storeCode``), so a busy store exits 4 whichever
+    /// step of a command met it.
+    static func status(forStoreCode code: String) -> ExitCode {
+        switch code {
+        case "pending_changes", "origin_store", "read_only_store": refused
+        case "ambiguous_document": usage
+        case "busy", "catalog_corrupt", "unsupported_format_version", "database_error", "io_failure",
+            "layer_unreadable":
+            unavailable
         default: problems
         }
     }

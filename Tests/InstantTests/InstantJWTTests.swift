@@ -36,6 +36,10 @@ import Testing
         Self.token(#"{"document_id":"d","layer":5}"#), Self.token(#"{"document_id":"d","user_id":["a"]}"#),
         Self.token(#"{"document_id":"d","document_id":"e"}"#),
         "eyJhbGciOiJub25lIn0.%%%.sig", String(repeating: "a", count: 70_000) + ".b.c",
+        // Copied with a line break, or a space inside: never sent in a header.
+        Self.token(#"{"document_id":"d"}"#) + "\n", Self.token(#"{"document_id":"d"}"#) + "\r\n",
+        " " + Self.token(#"{"document_id":"d"}"#),
+        Self.token(#"{"document_id":"d"}"#).replacingOccurrences(of: ".", with: ". "),
     ])
     func anythingElseIsInvalidJWT(token: String) {
         #expect {

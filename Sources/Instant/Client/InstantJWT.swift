@@ -33,6 +33,15 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
         guard token.utf8.count <= Self.maximumLength else {
             throw InstantError(.invalidJWT, "the JWT is longer than \(Self.maximumLength) bytes")
         }
+        // Only base64url and its dots (and `=` padding): a space, a line break, any control
+        // character would go out in the `Authorization` header, which the HTTP client
+        // refuses as a network failure, quoting the token in its message.
+        if let stray = token.unicodeScalars.first(where: { !Self.isTokenCharacter($0) }) {
+            throw InstantError(
+                .invalidJWT,
+                "the JWT holds a character a JWT cannot (U+\(String(stray.value, radix: 16, uppercase: true))): "
+                    + "a line break or space copied with it, perhaps")
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else {
             throw InstantError(.invalidJWT, "a JWT has three dot-separated parts; this one has \(parts.count)")
@@ -70,6 +79,14 @@ public struct InstantJWT: Sendable, Equatable, CustomStringConvertible {
         case .integer(let seconds)?: expiration = Date(timeIntervalSince1970: Double(seconds))
         case .double(let seconds)?: expiration = Date(timeIntervalSince1970: seconds)
         default: expiration = nil
+        }
+    }
+
+    /// Base64url's alphabet, `=` padding, and the parts' dots.
+    private static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "A"..."Z", "a"..."z", "0"..."9", "-", "_", "=", ".": true
+        default: false
         }
     }
 

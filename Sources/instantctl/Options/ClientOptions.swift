@@ -77,8 +77,14 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// The JWT from --jwt, --jwt-file or $INSTANT_JWT, in that order of precedence.
+    /// Surrounding whitespace goes, from every source: a JWT read with `$(cat file)`, or
+    /// from a secret made from a file, keeps its line break (or CR LF).
     func token() throws -> String {
-        if let jwt { return jwt }
+        if let jwt {
+            let text = jwt.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else { throw CommandError.usage("--jwt is empty") }
+            return text
+        }
         if let jwtFile {
             let data: Data
             if jwtFile == "-" {
@@ -93,7 +99,9 @@ struct ClientOptions: ParsableArguments {
             guard !text.isEmpty else { throw CommandError.usage("the JWT file \(jwtFile) is empty") }
             return text
         }
-        if let environment = ProcessInfo.processInfo.environment["INSTANT_JWT"], !environment.isEmpty {
+        if let environment = ProcessInfo.processInfo.environment["INSTANT_JWT"]?
+            .trimmingCharacters(in: .whitespacesAndNewlines), !environment.isEmpty
+        {
             return environment
         }
         throw CommandError.usage("no JWT: pass --jwt, set INSTANT_JWT, or use --jwt-file (- for standard input)")
@@ -139,11 +147,21 @@ extension ExitStatus {
     /// from the store meanwhile (by another process, say).
     static let documentGone = ExitCode(7)
 
+    /// `text` with `token` blanked out: a JWT never reaches the output.
+    static func redacted(_ text: String, token: String?) -> String {
+        guard let token, !token.isEmpty else { return text }
+        return text.replacingOccurrences(of: token, with: "<jwt>")
+    }
+
     /// A client error as an exit status, with a message that says what to do; `token` is
     /// blanked out of it (a JWT never reaches the output).
     static func clientFailure(_ error: InstantError, token: String?) -> CommandError {
-        var message = error.message
-        if let token, !token.isEmpty { message = message.replacingOccurrences(of: token, with: "<jwt>") }
+        let message = redacted(error.message, token: token)
+        // The store's own failures (busy, unreadable, read-only…) exit as they do for
+        // every other command, whichever step of this one met them.
+        if let code = error.storeCode, case let status = status(forStoreCode: code), status != problems {
+            return CommandError(message: "\(message) (\(error.code.name))", status: status)
+        }
         switch error.code {
         case .requestFailed:
             return CommandError(
@@ -166,8 +184,11 @@ extension ExitStatus {
                 status: documentGone)
         case .invalidJWT:
             return CommandError(message: "not a usable JWT: \(message)", status: usage)
-        case _ where error.storeCode == StoreError.readOnlyStore(path: "", operation: "").code:
-            return CommandError(message: message, status: refused)
+        case .invalidServerData:
+            return CommandError(
+                message:
+                    "the server's answer was not one this client can use (\(message)); check that --server is an Instant server, then run the command again",
+                status: network)
         default:
             return CommandError(message: "\(message) (\(error.code.name))", status: problems)
         }

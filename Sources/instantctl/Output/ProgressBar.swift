@@ -38,7 +38,11 @@ final class ProgressBar: Sendable {
 
     /// Clears the bar, leaving the line for what follows.
     func finish() {
-        guard enabled, state.withLock({ $0.drawn }) else { return }
+        let drawn = state.withLock { state in
+            defer { state.drawn = false }
+            return state.drawn
+        }
+        guard enabled, drawn else { return }
         Output.write(Array("\r\u{1B}[K".utf8), to: STDERR_FILENO)
     }
 }

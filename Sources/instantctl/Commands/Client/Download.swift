@@ -25,7 +25,10 @@ struct Download: AsyncParsableCommand {
             let (server, descriptor) = (session.server, session.descriptor)
             defer { withExtendedLifetime(session.client) {} }
             let output = options.output
-            guard try !descriptor.checkIsDownloaded() else {
+            // A layer stored over a PDF found corrupt reads `invalid`: the download fetches
+            // the PDF alone, keeping the layer and its pending changes (a corrupt layer
+            // fails it, saying to remove the local storage).
+            guard try !descriptor.checkIsDownloaded() || descriptor.documentState == .invalid else {
                 report(descriptor, server: server, moved: nil, to: output)
                 return
             }
@@ -41,12 +44,20 @@ struct Download: AsyncParsableCommand {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }
-            defer {
+            // Stopped, and its line cleared, before anything else is printed.
+            let stopDrawing = {
                 drawing.cancel()
+                _ = await drawing.value
                 bar.finish()
             }
             // --timeout counts from the last byte that came, not from the start.
-            try await client.wait(for: operation) { descriptor.downloadProgress?.completedUnitCount ?? 0 }
+            do {
+                try await client.wait(for: operation) { descriptor.downloadProgress?.completedUnitCount ?? 0 }
+            } catch {
+                await stopDrawing()
+                throw error
+            }
+            await stopDrawing()
             report(descriptor, server: server, moved: descriptor.lastDownload, to: output)
         } catch let error as InstantError {
             throw ExitStatus.clientFailure(error, token: token)

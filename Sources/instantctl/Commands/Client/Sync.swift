@@ -72,8 +72,17 @@ struct Sync: AsyncParsableCommand {
             // When standard output does not take it, reading stops there, and the next sync
             // tells it again.
             let writer = LostChangeWriter(json: options.json, output: output)
+            // --timeout counts from the last progress: a change sent (the pending count falls)
+            // or the server's changes applied (the cursor moves), so a long sync whose
+            // rounds keep answering is not cut.
+            let layer = counted.layer
             do {
-                try await client.wait(for: descriptor.sync())
+                try await client.wait(for: descriptor.sync()) {
+                    var progress = Hasher()
+                    progress.combine((try? layer.pendingChangeCount()) ?? -1)
+                    progress.combine((try? layer.metadata().lastServerRevision) ?? -1)
+                    return Int64(progress.finalize())
+                }
             } catch {
                 // Lost changes a killed process left are told (and forgotten) before the
                 // round, which may then fail: written now, or nobody would see them.

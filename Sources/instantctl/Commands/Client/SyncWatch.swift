@@ -209,15 +209,18 @@ struct SyncWatch {
                 message:
                     "the server refused the JWT (expired, or not for this document); get a new JWT and watch again",
                 status: ExitStatus.authentication)
-        case .didFailSync(_, let error) where error.isRetryable:
+        // An answer that is not the server's (a captive portal, a proxy's page, a broken
+        // cursor) is waited out as the listener does: reported once, like an outage.
+        case .didFailSync(_, let error) where error.isRetryable || error.code == .invalidServerData:
             let first = tally.counts.withLock { counts in
                 defer { counts.waiting = true }
                 return !counts.waiting
             }
             if first {
+                let reason = ExitStatus.redacted(error.message, token: token)
                 emit(
-                    tally, human: "\(Formats.clock(Date())) waiting for the server (\(error.message)); retrying",
-                    json: ["event": "waiting", "message": .string(error.message)])
+                    tally, human: "\(Formats.clock(Date())) waiting for the server (\(reason)); retrying",
+                    json: ["event": "waiting", "message": .string(reason)])
             }
         case .didFailSync(let descriptor, let error):
             // A store that cannot be read now is no news of a removal: the sync's failure is.
