@@ -58,6 +58,30 @@ import Testing
         #expect(try scratch.store.verify(VerifyOptions(deep: true)).isClean)
     }
 
+    /// An annotation's changes are a chain: its create carried without the delete after
+    /// it (whose kind cannot be read) would bring the note back for every collaborator.
+    /// Both are left out, and with no change carried the layer is flagged corrupt: the
+    /// client reports it invalid, and the changes are in the quarantined old file.
+    @Test func aRepairCarriesNoPartOfABrokenChain() throws {
+        let (scratch, key) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
+                    VALUES (2, X'6E', 42, NULL, '2026-01-01 00:00:00.000', 0)
+                    """)
+        }
+        try queue.close()
+        let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
+        #expect(report.pendingChangesSalvaged == 0 && report.pendingChangesUnreadable == 2, "\(report)")
+        let descriptor = try #require(try scratch.store.localDescriptors().first)
+        #expect(descriptor.state == .invalid && descriptor.pendingChangeCount == 0)
+        #expect(try scratch.store.quarantinedFiles().count == 1)
+    }
+
     /// Of two pending changes, one has no readable kind: the repair carries the other and
     /// reports that one unreadable (it stays in the quarantined old file).
     @Test func aRepairCarriesTheChangesItCanReadAndReportsTheRest() throws {

@@ -85,34 +85,42 @@ extension LayerDatabase {
     }
 
     /// The pending changes of a file of any format (before layer-v3 they are in
-    /// `pendingChange`), row by row: a row whose number, annotation id or kind cannot be
-    /// read (or a create or update without readable content) is left out and counted, and
-    /// the others are kept (a creation time that cannot be read is now, a base that
-    /// cannot be none). A recovery carries what it can read, and reports the rest, which
-    /// stays in the old file it quarantines.
+    /// `pendingChange`), row by row, by annotation: an annotation's changes are a chain
+    /// (a create then a delete, an update then another), and sending part of one would
+    /// undo what the user did last. So when a row cannot be read (its kind, content or
+    /// base), every change of its annotation is left out and counted unreadable; the
+    /// other annotations' changes are carried (a creation time that cannot be read is
+    /// now: it is never sent). A row whose number or annotation id cannot be read makes
+    /// the whole read fail (nil from the caller's `try?`): which chain it broke is unknown.
+    /// What is left out stays in the old file, which the recovery quarantines.
     static func fetchSalvagedPending(_ db: Database) throws -> (changes: [PendingChange], unreadable: Int) {
         let table = try db.tableExists("localChange") ? "localChange" : "pendingChange"
-        var changes: [PendingChange] = []
-        var unreadable = 0
+        var changes: [(id: Data, change: PendingChange?)] = []
+        var broken: Set<Data> = []
         let rows = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY seq")
         while let row = try rows.next() {
-            guard let sequence = try? row.decode(Int64.self, forColumn: "seq"),
-                let id = try? row.decode(Data.self, forColumn: "annotationId"),
-                let kindName = try? row.decode(String.self, forColumn: "kind"),
+            let sequence = try row.decode(Int64.self, forColumn: "seq")
+            let id = try row.decode(Data.self, forColumn: "annotationId")
+            guard let kindName = try? row.decode(String.self, forColumn: "kind"),
                 let kind = PendingChange.Kind(rawValue: kindName),
                 case let content = (try? row.decode(Data?.self, forColumn: "content")) ?? nil,
-                content != nil || kind == .delete
+                content != nil || kind == .delete,
+                case .some(let base) = try? row.decode(Int64?.self, forColumn: "baseRevision")
             else {
-                unreadable += 1
+                broken.insert(id)
+                changes.append((id, nil))
                 continue
             }
             changes.append(
-                PendingChange(
-                    sequence: sequence, annotationID: String(storedBytes: id), kind: kind, content: content,
-                    createdAt: (try? row.decode(Date.self, forColumn: "createdAt")) ?? Date(),
-                    baseRevision: (try? row.decode(Int64?.self, forColumn: "baseRevision")) ?? nil))
+                (
+                    id,
+                    PendingChange(
+                        sequence: sequence, annotationID: String(storedBytes: id), kind: kind, content: content,
+                        createdAt: (try? row.decode(Date.self, forColumn: "createdAt")) ?? Date(), baseRevision: base)
+                ))
         }
-        return (changes, unreadable)
+        let carried = changes.compactMap { broken.contains($0.id) ? nil : $0.change }
+        return (carried, changes.count - carried.count)
     }
 
     /// What `read` finds in a possibly damaged layer file, opened read-only and not

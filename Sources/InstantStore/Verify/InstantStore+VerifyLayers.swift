@@ -238,7 +238,10 @@ extension InstantStore {
                     WHERE id = ? AND key = ?
                     """,
                 arguments: [
-                    staging.key, salvaged == nil, summary.pendingCount, summary.annotationCount, summary.bytes,
+                    // Flagged corrupt (the client reports it invalid) when none of its changes
+                    // could be carried: the app hears of those left in quarantine.
+                    staging.key, salvaged == nil || (salvaged?.isEmpty == true && unreadable > 0),
+                    summary.pendingCount, summary.annotationCount, summary.bytes,
                     row.id, row.key,
                 ])
             try Failpoint.check("replace.beforeCommit")
