@@ -105,7 +105,9 @@ extension LayerDatabase {
                 let kind = PendingChange.Kind(rawValue: kindName),
                 case let content = (try? row.decode(Data?.self, forColumn: "content")) ?? nil,
                 content != nil || kind == .delete,
-                case .some(let base) = try? row.decode(Int64?.self, forColumn: "baseRevision")
+                // (Not `try?`, which flattens a base that is rightly NULL, or absent before
+                // layer-v4, into a failure.)
+                case .success(let base) = Result(catching: { try row.decode(Int64?.self, forColumn: "baseRevision") })
             else {
                 broken.insert(id)
                 changes.append((id, nil))
