@@ -109,8 +109,13 @@ extension InstantDocumentDescriptor {
                 // The layer is what a sync needs (its PDF may be gone, to be fetched again).
                 // Changes made while the JWT was awaited set no timer: this sync sends them
                 // (a stop asked for since withdraws or ends it), or they set one after it.
+                // (Recorded at any refusal: only changes still pending want the timer.)
                 let synced = self.isLayerStored ? await engine.syncResult(afterStops: stops) : nil
-                await engine.followUpChangesMadeAwaitingJWT(changesMade, synced: (try? synced?.get()) != nil)
+                if (try? synced?.get()) == nil, changesMade != nil,
+                    (try? self.openLayer().pendingChangeCount()) ?? 0 > 0
+                {
+                    await engine.followUpChangesMadeAwaitingJWT(changesMade, synced: false)
+                }
             } catch {
                 await done()
                 client.emit(.didFailReauthentication(self, error))
