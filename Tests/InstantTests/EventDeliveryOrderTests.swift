@@ -31,6 +31,30 @@ import Testing
     }
 }
 
+extension EventDeliveryOrderTests {
+    /// Another thread is handing events out (its handler is slow): an event emitted
+    /// meanwhile joins its queue, and `eventsDelivered()` (which ends a sync, a download,
+    /// a report of lost changes) returns only once that event is out, without blocking.
+    @Test func eventsDeliveredWaitsForTheThreadHandingThemOut() async throws {
+        try await ClientHarness.with { h in
+            let (client, _, descriptor) = try await h.downloadedDoc()
+            let delegate = OverlapDelegate()
+            delegate.slow.store(true, ordering: .sequentiallyConsistent)
+            client.delegate = delegate
+            let first = Task.detached { await onThread { client.emit(.didBeginSync(descriptor)) } }
+            while delegate.inside.load(ordering: .sequentiallyConsistent) == 0 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            client.emit(.didFinishSync(descriptor))
+            #expect(delegate.finished.load(ordering: .sequentiallyConsistent) == 0, "queued, not delivered yet")
+            await client.eventsDelivered()
+            #expect(delegate.finished.load(ordering: .sequentiallyConsistent) == 1)
+            await first.value
+            withExtendedLifetime(delegate) {}
+        }
+    }
+}
+
 /// Runs `body` on a thread of its own (not the cooperative pool's two).
 private func onThread(_ body: @escaping @Sendable () -> Void) async {
     await withCheckedContinuation { continuation in
@@ -46,13 +70,20 @@ private final class OverlapDelegate: InstantClientDelegate {
     let inside = Atomic<Int>(0)
     let most = Atomic<Int>(0)
     let calls = Atomic<Int>(0)
+    let finished = Atomic<Int>(0)
+    /// Each didBeginSync takes 300 ms rather than 2.
+    let slow = Atomic<Bool>(false)
 
     func instantClient(_ client: InstantClient, didBeginSyncFor descriptor: InstantDocumentDescriptor) {
         let now = inside.add(1, ordering: .sequentiallyConsistent).newValue
         _ = most.max(now, ordering: .sequentiallyConsistent)
         calls.add(1, ordering: .sequentiallyConsistent)
-        usleep(2_000)
+        usleep(slow.load(ordering: .sequentiallyConsistent) ? 300_000 : 2_000)
         inside.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    func instantClient(_ client: InstantClient, didFinishSyncFor descriptor: InstantDocumentDescriptor) {
+        finished.add(1, ordering: .sequentiallyConsistent)
     }
 
     func instantClient(_ client: InstantClient, didFinishDownloadFor descriptor: InstantDocumentDescriptor) {}

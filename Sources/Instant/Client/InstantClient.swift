@@ -52,6 +52,10 @@ public final class InstantClient: Sendable {
     /// stream hands it over.
     func emit(_ event: InstantEvent, receipt: DeliveryReceipt? = nil) { hub.emit(event, from: self, receipt: receipt) }
 
+    /// Returns once the events emitted so far are handed out (``EventHub/delivered()``):
+    /// an operation that ends after its events waits for this.
+    func eventsDelivered() async { await hub.delivered() }
+
     deinit {
         hub.finish()
         for descriptor in registry.withLock({ Array($0.descriptors.values) }) { descriptor.invalidate() }

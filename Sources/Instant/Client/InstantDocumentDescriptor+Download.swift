@@ -150,6 +150,9 @@ extension InstantDocumentDescriptor {
                 }
             case .failure(let error): client.emit(.didFailDownload(self, error))
             }
+            // The download ends after its event, also when another thread was handing
+            // events out.
+            await client.eventsDelivered()
         }
         return result
     }

@@ -10,7 +10,9 @@ import Synchronization
 /// The emitter delivers, on its thread, unless another thread is delivering already: then
 /// its event joins that thread's queue and the call returns at once (an emitter never
 /// waits for another's handler, which may be slow, or block). A receipt counts the
-/// delegate's and notifications' delivery too, so what it settles waits for them.
+/// delegate's and notifications' delivery too, so what it settles waits for them; and
+/// ``delivered()`` suspends (it never blocks) until what was emitted before it is out,
+/// so an operation ends after its events, as when the emitter delivers them itself.
 final class EventHub: Sendable {
     private struct State {
         weak var delegate: (any InstantClientDelegate)?
@@ -24,8 +26,14 @@ final class EventHub: Sendable {
     private let state = Mutex(State())
     /// Events waiting for the thread delivering (``Delivery/draining``) to hand them out.
     private struct Delivery {
-        var waiting: [(event: InstantEvent, client: InstantClient, receipt: DeliveryReceipt?)] = []
+        typealias Waiting = (event: InstantEvent, client: InstantClient, receipt: DeliveryReceipt?, ticket: UInt64)
+        var waiting: [Waiting] = []
         var draining = false
+        /// Events emitted so far, and handed out so far (in that order: FIFO).
+        var issued: UInt64 = 0
+        var delivered: UInt64 = 0
+        /// ``delivered()`` calls waiting for `ticket`.
+        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     }
     private let delivery = Mutex(Delivery())
 
@@ -44,22 +52,42 @@ final class EventHub: Sendable {
     func emit(_ event: InstantEvent, from client: InstantClient, receipt: DeliveryReceipt? = nil) {
         receipt?.expect()  // the delegate's and notifications' delivery
         let deliverHere = delivery.withLock { delivery -> Bool in
-            delivery.waiting.append((event, client, receipt))
+            delivery.issued += 1
+            delivery.waiting.append((event, client, receipt, delivery.issued))
             guard !delivery.draining else { return false }
             delivery.draining = true
             return true
         }
         guard deliverHere else { return }
-        while let next = delivery.withLock({ delivery -> (InstantEvent, InstantClient, DeliveryReceipt?)? in
+        while let next = delivery.withLock({ delivery -> Delivery.Waiting? in
             guard !delivery.waiting.isEmpty else {
                 delivery.draining = false
                 return nil
             }
-            let next = delivery.waiting.removeFirst()
-            return (next.event, next.client, next.receipt)
+            return delivery.waiting.removeFirst()
         }) {
-            deliver(next.0, from: next.1, receipt: next.2)
-            next.2?.taken().runDetached()
+            deliver(next.event, from: next.client, receipt: next.receipt)
+            next.receipt?.taken().runDetached()
+            let ready = delivery.withLock { delivery in
+                delivery.delivered = next.ticket
+                let ready = delivery.waiters.filter { $0.ticket <= next.ticket }
+                delivery.waiters.removeAll { $0.ticket <= next.ticket }
+                return ready
+            }
+            for waiter in ready { waiter.continuation.resume() }
+        }
+    }
+
+    /// Returns once every event emitted before this call is handed out: at once unless
+    /// another thread is delivering them (then it suspends, and never blocks a thread).
+    func delivered() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = delivery.withLock { delivery -> Bool in
+                guard delivery.delivered < delivery.issued else { return true }
+                delivery.waiters.append((delivery.issued, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
         }
     }
 

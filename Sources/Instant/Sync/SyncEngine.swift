@@ -320,6 +320,8 @@ actor SyncEngine {
                 scheduleRetry(after: error)
             }
         }
+        // The sync ends after its events, also when another thread was handing them out.
+        await client.eventsDelivered()
         return result
     }
 

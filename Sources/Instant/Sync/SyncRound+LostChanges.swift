@@ -31,6 +31,9 @@ extension SyncRound {
                 winner: report.winner.flatMap { try? JSONValue.parse($0) })
             client.emit(.didLoseChange(descriptor, change), receipt: receipt)
         }
+        // The delegate and notifications have them before this goes on, also when another
+        // thread was handing events out.
+        await client.eventsDelivered()
         let sequences = reports.map(\.sequence)
         let (store, tenant, document, name) = (client.store, client.tenant, descriptor.identifier, descriptor.layerName)
         let settle = { @Sendable (delivered: Bool) throws in
