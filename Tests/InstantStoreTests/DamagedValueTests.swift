@@ -26,6 +26,22 @@ import Testing
         return (scratch, key)
     }
 
+    /// A second pending change, of the annotation whose id is the hex bytes given, with a
+    /// kind no change has: damage the schema's CHECK refuses from a writer, written past
+    /// it, as a flipped byte in a record would be.
+    private func addChangeOfNoKind(annotationID hex: String, to scratch: Scratch, key: String) throws {
+        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
+                    VALUES (2, X'\(hex)', 42, NULL, '2026-01-01 00:00:00.000', 0)
+                    """)
+        }
+        try queue.close()
+    }
+
     private func isCorrupt(_ error: StoreError) -> Bool {
         if case .corruptLayer = error { true } else { false }
     }
@@ -65,16 +81,7 @@ import Testing
     @Test func aRepairCarriesNoPartOfABrokenChain() throws {
         let (scratch, key) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
         defer { try? FileManager.default.removeItem(at: scratch.root) }
-        let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: key))
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
-                    VALUES (2, X'6E', 42, NULL, '2026-01-01 00:00:00.000', 0)
-                    """)
-        }
-        try queue.close()
+        try addChangeOfNoKind(annotationID: "6E", to: scratch, key: key)  // "n"'s
         let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
         #expect(report.pendingChangesSalvaged == 0 && report.pendingChangesUnreadable == 2, "\(report)")
         let descriptor = try #require(try scratch.store.localDescriptors().first)
@@ -85,24 +92,9 @@ import Testing
     /// Of two pending changes, one has no readable kind: the repair carries the other and
     /// reports that one unreadable (it stays in the quarantined old file).
     @Test func aRepairCarriesTheChangesItCanReadAndReportsTheRest() throws {
-        let (scratch, _) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
+        let (scratch, key) = try damagedLayer("UPDATE localChange SET createdAt = 'not a date'")
         defer { try? FileManager.default.removeItem(at: scratch.root) }
-        do {
-            let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-            defer { layer.close() }
-            let queue = try DatabaseQueue(path: scratch.store.layout.layerPath(key: layer.key))
-            // Damage the schema's CHECK would refuse from a writer: past it, as a flipped
-            // byte in a record would be.
-            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA ignore_check_constraints = ON") }
-            try queue.write { db in
-                try db.execute(
-                    sql: """
-                        INSERT INTO localChange (seq, annotationId, kind, content, createdAt, baseRevision)
-                        VALUES (2, X'6D', 42, NULL, '2026-01-01 00:00:00.000', 0)
-                        """)
-            }
-            try queue.close()
-        }
+        try addChangeOfNoKind(annotationID: "6D", to: scratch, key: key)  // "m"'s
         let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
         #expect(report.pendingChangesSalvaged == 1 && report.pendingChangesUnreadable == 1, "\(report)")
         let repaired = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")

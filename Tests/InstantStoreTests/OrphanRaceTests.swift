@@ -15,29 +15,7 @@ import Testing
         let scratch = try Scratch()
         defer { try? FileManager.default.removeItem(at: scratch.root) }
         let (_, orphanKey) = try layerWithAnOrphanCopy(scratch, digit: "7")
-        let pause = FailpointPause("gc.beforeOrphanQuarantine", at: orphanKey, in: scratch)
-        defer { pause.end() }
-        let store = scratch.store
-        async let first = onThread { try store.disposeOrphanLayer(key: orphanKey, mayDelete: true) }
-        try await pause.reached()
-        // Another process: the stored layer removed, the orphan taken back as that layer.
-        let other = try InstantStore(root: scratch.root)
-        defer { other.close() }
-        try other.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
-        #expect(
-            try other.disposeOrphanLayer(key: orphanKey, mayDelete: true)
-                == .adopted(
-                    LayerReference(tenant: Scratch.tenant, document: "d", layer: "")))
-        pause.release()
-
-        #expect(try await first == .claimed)
-        #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))
-        #expect(try scratch.store.quarantinedFiles().isEmpty)
-        let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(layer.key == orphanKey)
-        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
-        layer.close()
-        #expect(try scratch.store.verify().isClean)
+        try await expectAdoptionWins(scratch, orphanKey, sweepStoppedAt: "gc.beforeOrphanQuarantine")
     }
 
     /// The same race on a file system without hard links, where the orphan is copied to
@@ -51,27 +29,43 @@ import Testing
         let noLinks = "file.link@\(orphanKey)=eperm"
         Failpoint.add(noLinks)
         defer { Failpoint.remove(noLinks) }
-        let pause = FailpointPause("quarantine.afterLink", at: orphanKey, in: scratch)
+        try await expectAdoptionWins(scratch, orphanKey, sweepStoppedAt: "quarantine.afterLink")
+    }
+
+    /// A sweep of `orphanKey` stopped at `failpoint` while another process removes the
+    /// stored layer and adopts the orphan as it: the stopped sweep then finds the row and
+    /// leaves the file, and nothing is in quarantine.
+    private func expectAdoptionWins(
+        _ scratch: Scratch, _ orphanKey: String, sweepStoppedAt failpoint: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let pause = FailpointPause(failpoint, at: orphanKey, in: scratch)
         defer { pause.end() }
         let store = scratch.store
         async let first = onThread { try store.disposeOrphanLayer(key: orphanKey, mayDelete: true) }
         try await pause.reached()
+        // Another process: the stored layer removed, the orphan taken back as that layer.
         let other = try InstantStore(root: scratch.root)
         defer { other.close() }
         try other.removeLayer(tenant: Scratch.tenant, document: "d", layer: "", pendingChanges: .discard)
         #expect(
             try other.disposeOrphanLayer(key: orphanKey, mayDelete: true)
-                == .adopted(LayerReference(tenant: Scratch.tenant, document: "d", layer: "")))
+                == .adopted(LayerReference(tenant: Scratch.tenant, document: "d", layer: "")),
+            sourceLocation: sourceLocation)
         pause.release()
 
-        #expect(try await first == .claimed)
-        #expect(FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)))
-        #expect(try scratch.store.quarantinedFiles().isEmpty, "the copy of a file not set aside is dropped")
+        #expect(try await first == .claimed, sourceLocation: sourceLocation)
+        #expect(
+            FileManager.default.fileExists(atPath: scratch.store.layout.layerPath(key: orphanKey)),
+            sourceLocation: sourceLocation)
+        #expect(
+            try scratch.store.quarantinedFiles().isEmpty, "a copy of a file not set aside is dropped",
+            sourceLocation: sourceLocation)
         let layer = try scratch.store.openLayer(tenant: Scratch.tenant, document: "d", layer: "")
-        #expect(layer.key == orphanKey)
-        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"])
+        #expect(layer.key == orphanKey, sourceLocation: sourceLocation)
+        #expect(try layer.pendingChanges().map(\.annotationID) == ["a"], sourceLocation: sourceLocation)
         layer.close()
-        #expect(try scratch.store.verify().isClean)
+        #expect(try scratch.store.verify().isClean, sourceLocation: sourceLocation)
     }
 
     /// Without the race, on a file system without hard links, the orphan is set aside as
