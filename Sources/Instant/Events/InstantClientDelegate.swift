@@ -1,7 +1,9 @@
 import Foundation
 
 /// What Instant tells the app, as the iOS SDK's `InstantClientDelegate`. Methods are
-/// called off the main thread, in order for any one descriptor. The sync methods have
+/// called off the main thread, one at a time (never on two threads at once), in the
+/// order the events happened. A handler should return soon: events wait for it (and a
+/// sync or a download ends once its events are out). The sync methods have
 /// default implementations that do nothing (they are optional on iOS).
 ///
 /// ```swift
