@@ -4,7 +4,6 @@ import InstantProtocol
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// The client API of one server (docs/PROTOCOL.md, `/i/v1`), over async-http-client: one
 /// function per request, each taking the JWT it runs under. Failures come out as
@@ -158,51 +157,40 @@ struct ServerAPI: Sendable {
     static let minimumBodyRate = 4 << 10
 
     /// A response's body of at most `limit` bytes, in by `deadline`, moved on by what
-    /// arrives (``minimumBodyRate``). async-http-client's deadline ends with the answer's
-    /// head, and its read timeout with any byte: a server (or a proxy) that sends its body
-    /// a byte at a time would otherwise hold the request, and the sync waiting for it,
-    /// for as long as it likes.
+    /// arrives after it (``minimumBodyRate``). async-http-client's deadline ends with the
+    /// answer's head, and its read timeout with any byte: a server (or a proxy) that sends
+    /// its body a byte at a time would otherwise hold the request, and the sync waiting
+    /// for it, for as long as it likes.
+    ///
+    /// Checked as each piece arrives, in the caller's task (no watchdog task: a download
+    /// waits for its snapshot's body on a busy two-thread pool): a body that stops
+    /// altogether is the read timeout's, and one that trickles fails at its first piece
+    /// past what it has earned.
     static func collect(_ body: HTTPClientResponse.Body, upTo limit: Int, by deadline: NIODeadline) async throws
         -> ByteBuffer
     {
-        let received = ByteCount()
-        return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask {
-                var collected = ByteBuffer()
-                for try await chunk in body {
-                    guard collected.readableBytes + chunk.readableBytes <= limit else {
-                        throw NIOTooManyBytesError(maxBytes: limit)
-                    }
-                    collected.writeImmutableBuffer(chunk)
-                    received.bytes.add(chunk.readableBytes, ordering: .relaxed)
-                }
-                return collected
+        var collected = ByteBuffer()
+        // The bytes in by the deadline: only what comes after it buys time (a body mostly
+        // in by then does not earn hours for a sender that slows to a trickle after it).
+        var inByDeadline: Int?
+        for try await chunk in body {
+            guard collected.readableBytes + chunk.readableBytes <= limit else {
+                throw NIOTooManyBytesError(maxBytes: limit)
             }
-            group.addTask {
-                // Only what comes past the deadline buys time: a body mostly in by then does
-                // not earn hours for a sender that slows to a trickle after it.
-                let pause = deadline - .now()
-                if pause > .zero { try await Task.sleep(for: .nanoseconds(pause.nanoseconds)) }
-                let before = received.bytes.load(ordering: .relaxed)
-                while true {
-                    let since = received.bytes.load(ordering: .relaxed) - before
-                    let bought = Int64(since) * 1_000_000_000 / Int64(minimumBodyRate)
-                    let left = (deadline + .nanoseconds(bought)) - .now()
-                    if left <= .zero { return nil }
-                    try await Task.sleep(for: .nanoseconds(left.nanoseconds))
-                }
+            let now = NIODeadline.now()
+            if now > deadline {
+                let before = inByDeadline ?? collected.readableBytes
+                inByDeadline = before
+                let bought = Int64(collected.readableBytes - before) * 1_000_000_000 / Int64(minimumBodyRate)
+                if now > deadline + .nanoseconds(bought) { throw SlowBody() }
             }
-            // Ends the other: the sleep, or the body's transfer (cancelling it closes the
-            // connection).
-            defer { group.cancelAll() }
-            guard case .some(.some(let bytes)) = try await group.next() else { throw SlowBody() }
-            return bytes
+            if collected.readableBytes == 0 {
+                collected = chunk  // the first piece, often the whole body: not copied
+            } else {
+                collected.writeImmutableBuffer(chunk)
+            }
         }
-    }
-
-    /// The bytes of a body received so far, shared with its watchdog.
-    private final class ByteCount: Sendable {
-        let bytes = Atomic<Int>(0)
+        return collected
     }
 
     private struct SlowBody: Error, CustomStringConvertible {
