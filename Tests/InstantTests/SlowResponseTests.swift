@@ -36,4 +36,35 @@ import Testing
             #expect(snapshot.records.isEmpty)
         }
     }
+
+    /// A body still coming when the deadline has passed, in pieces of 64 KiB: each buys
+    /// 16 s past it, so the body is collected whole, however slow the machine running this.
+    @Test func aBodyStillComingInGoodPiecesIsTaken() async throws {
+        let pieces = pacedPieces(count: 10, size: 64 << 10, every: .milliseconds(10))
+        let body = try await ServerAPI.collect(.stream(pieces), upTo: 1 << 20, by: .now())
+        #expect(body.readableBytes == 10 * (64 << 10))
+    }
+
+    /// A byte at a time past the deadline (each buys a quarter of a millisecond) fails at
+    /// its first piece after it.
+    @Test func aBodyTricklingPastTheDeadlineFails() async throws {
+        let pieces = pacedPieces(count: 20, size: 1, every: .milliseconds(10))
+        await #expect(throws: (any Error).self) {
+            _ = try await ServerAPI.collect(.stream(pieces), upTo: 1 << 20, by: .now() - .seconds(1))
+        }
+    }
+
+    /// `count` pieces of `size` bytes, one every `interval`.
+    private func pacedPieces(count: Int, size: Int, every interval: Duration) -> AsyncStream<ByteBuffer> {
+        AsyncStream { continuation in
+            let task = Task {
+                for _ in 0..<count {
+                    try? await Task.sleep(for: interval)
+                    continuation.yield(ByteBuffer(repeating: 0x41, count: size))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
 }

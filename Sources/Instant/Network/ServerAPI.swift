@@ -181,7 +181,9 @@ struct ServerAPI: Sendable {
             if now > deadline {
                 let before = inByDeadline ?? collected.readableBytes
                 inByDeadline = before
-                let bought = Int64(collected.readableBytes - before) * 1_000_000_000 / Int64(minimumBodyRate)
+                // This piece counts: it came after the deadline too.
+                let after = collected.readableBytes + chunk.readableBytes - before
+                let bought = Int64(after) * 1_000_000_000 / Int64(minimumBodyRate)
                 if now > deadline + .nanoseconds(bought) { throw SlowBody() }
             }
             if collected.readableBytes == 0 {
