@@ -89,6 +89,17 @@ import Testing
         #expect(try scratch.store.quarantinedFiles().count == 1)
     }
 
+    /// A create whose content is no longer JSON is found by a deep verify, and not carried
+    /// by the repair: sent, it would stop every later sync of the layer (the round reads
+    /// each change's content).
+    @Test func aChangeWhoseContentIsNotJSONIsNotCarried() throws {
+        let (scratch, _) = try damagedLayer("UPDATE localChange SET content = X'00FF7B'")
+        defer { try? FileManager.default.removeItem(at: scratch.root) }
+        let report = try scratch.store.verify(VerifyOptions(deep: true, repair: true))
+        #expect(report.pendingChangesSalvaged == 0 && report.pendingChangesUnreadable == 1, "\(report)")
+        #expect(try scratch.store.localDescriptors().first?.state == .invalid)
+    }
+
     /// Of two pending changes, one has no readable kind: the repair carries the other and
     /// reports that one unreadable (it stays in the quarantined old file).
     @Test func aRepairCarriesTheChangesItCanReadAndReportsTheRest() throws {

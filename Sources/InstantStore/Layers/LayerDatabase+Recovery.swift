@@ -63,7 +63,12 @@ extension LayerDatabase {
                 // Every change decodes: a value of the wrong type (a date that is not one)
                 // is damage that `integrity_check` does not see in tables that are not STRICT.
                 do {
-                    _ = try Self.fetchPending(db)
+                    // A create or update whose content is not JSON would stop every sync.
+                    for change in try Self.fetchPending(db) where change.kind != .delete {
+                        guard let content = change.content, AnnotationContent.isIntact(content) else {
+                            return ("pending change \(change.sequence): not a JSON object", removed)
+                        }
+                    }
                     _ = try Self.fetchLost(db)
                 } catch let error as RowDecodingError {
                     return ("a change holds a value of the wrong type: \(error)", removed)
@@ -103,8 +108,9 @@ extension LayerDatabase {
             let id = try row.decode(Data.self, forColumn: "annotationId")
             guard let kindName = try? row.decode(String.self, forColumn: "kind"),
                 let kind = PendingChange.Kind(rawValue: kindName),
-                case let content = (try? row.decode(Data?.self, forColumn: "content")) ?? nil,
-                content != nil || kind == .delete,
+                case let content = kind == .delete ? nil : (try? row.decode(Data?.self, forColumn: "content")) ?? nil,
+                // (Content that is there but not JSON is left to withoutBrokenChains.)
+                kind == .delete || content != nil,
                 // (Not `try?`, which flattens a base that is rightly NULL, or absent before
                 // layer-v4, into a failure.)
                 case .success(let base) = Result(catching: { try row.decode(Int64?.self, forColumn: "baseRevision") })
@@ -121,8 +127,23 @@ extension LayerDatabase {
                         createdAt: (try? row.decode(Date.self, forColumn: "createdAt")) ?? Date(), baseRevision: base)
                 ))
         }
-        let carried = changes.compactMap { broken.contains($0.id) ? nil : $0.change }
-        return (carried, changes.count - carried.count)
+        let readable = changes.compactMap { broken.contains($0.id) ? nil : $0.change }
+        let carried = withoutBrokenChains(readable)
+        return (carried.kept, changes.count - carried.kept.count)
+    }
+
+    /// `changes` without every change of an annotation one of whose creates or updates
+    /// holds content that is not a JSON object (a damaged blob inside a sound file), and
+    /// how many were left out. Sent, such a change stops every later sync of the layer,
+    /// and part of an annotation's chain would undo what the user did last, so a repair
+    /// carries none of that annotation's changes: they stay in the old file it quarantines.
+    static func withoutBrokenChains(_ changes: [PendingChange]) -> (kept: [PendingChange], dropped: Int) {
+        let broken = Set(
+            changes.filter { $0.kind != .delete && $0.content.map(AnnotationContent.isIntact) != true }
+                .map(\.annotationID.storedBytes))
+        guard !broken.isEmpty else { return (changes, 0) }
+        let kept = changes.filter { !broken.contains($0.annotationID.storedBytes) }
+        return (kept, changes.count - kept.count)
     }
 
     /// What `read` finds in a possibly damaged layer file, opened read-only and not

@@ -162,7 +162,10 @@ extension InstantStore {
                         clientID = oldMetadata?.clientID
                         baseEpoch = oldMetadata?.pendingBasesEpoch
                         let taken = try old.takePendingChangesAndMarkRemoved()
-                        salvaged = taken.changes
+                        // Readable, but a create or update whose content is not JSON is
+                        // not carried, nor the rest of its annotation's changes.
+                        let carried = LayerDatabase.withoutBrokenChains(taken.changes)
+                        (salvaged, unreadable) = (carried.kept, carried.dropped)
                         lostCarried = taken.lost
                         // Past the last number, and more: a file without the numbering
                         // trigger (found by verify) may have used numbers past its floor.
