@@ -32,22 +32,28 @@ import Testing
 }
 
 extension EventDeliveryOrderTests {
-    /// Another thread is handing events out (its handler is slow): an event emitted
+    /// Another thread is handing events out (its handler waits): an event emitted
     /// meanwhile joins its queue, and `eventsDelivered()` (which ends a sync, a download,
     /// a report of lost changes) returns only once that event is out, without blocking.
     @Test func eventsDeliveredWaitsForTheThreadHandingThemOut() async throws {
         try await ClientHarness.with { h in
             let (client, _, descriptor) = try await h.downloadedDoc()
             let delegate = OverlapDelegate()
-            delegate.slow.store(true, ordering: .sequentiallyConsistent)
+            let gate = DispatchSemaphore(value: 0)
+            delegate.gate.withLock { $0 = gate }
             client.delegate = delegate
+            // Another thread hands out an event whose handler waits until released.
             let first = Task.detached { await onThread { client.emit(.didBeginSync(descriptor)) } }
-            while delegate.inside.load(ordering: .sequentiallyConsistent) == 0 {
+            while delegate.calls.load(ordering: .sequentiallyConsistent) == 0 {
                 try await Task.sleep(for: .milliseconds(5))
             }
             client.emit(.didFinishSync(descriptor))
             #expect(delegate.finished.load(ordering: .sequentiallyConsistent) == 0, "queued, not delivered yet")
-            await client.eventsDelivered()
+            let waiting = Task { await client.eventsDelivered() }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(delegate.finished.load(ordering: .sequentiallyConsistent) == 0)
+            gate.signal()
+            await waiting.value
             #expect(delegate.finished.load(ordering: .sequentiallyConsistent) == 1)
             await first.value
             withExtendedLifetime(delegate) {}
@@ -71,14 +77,14 @@ private final class OverlapDelegate: InstantClientDelegate {
     let most = Atomic<Int>(0)
     let calls = Atomic<Int>(0)
     let finished = Atomic<Int>(0)
-    /// Each didBeginSync takes 300 ms rather than 2.
-    let slow = Atomic<Bool>(false)
+    /// When set, each didBeginSync waits for it (instead of 2 ms).
+    let gate = Mutex<DispatchSemaphore?>(nil)
 
     func instantClient(_ client: InstantClient, didBeginSyncFor descriptor: InstantDocumentDescriptor) {
         let now = inside.add(1, ordering: .sequentiallyConsistent).newValue
         _ = most.max(now, ordering: .sequentiallyConsistent)
         calls.add(1, ordering: .sequentiallyConsistent)
-        usleep(slow.load(ordering: .sequentiallyConsistent) ? 300_000 : 2_000)
+        if let gate = gate.withLock({ $0 }) { gate.wait() } else { usleep(2_000) }
         inside.subtract(1, ordering: .sequentiallyConsistent)
     }
 
