@@ -32,6 +32,26 @@ import Testing
         }
     }
 
+    /// Nothing pending: when the sync a reauthentication ends with fails (a refusal that
+    /// is not retried), no timer runs a cycle nobody asked for.
+    @Test func aFailedSyncAfterAReauthenticationWithNothingPendingSetsNoTimer() async throws {
+        try await ClientHarness.with { h in
+            let (_, log, descriptor) = try await h.restartedDoc()
+            descriptor.delayForSyncingLocalChanges = 0.2
+            #expect(await failure(of: descriptor.sync())?.code == .accessDenied)
+            let refusal = #"{"error": {"code": "invalidRequest", "message": "no"}}"#
+            h.proxy.answerNextRequest(
+                to: "POST /i/v1/documents/doc/sync", status: "400 Bad Request", body: refusal,
+                contentType: "application/json", times: 10)
+            await log.clear()
+            descriptor.reauthenticate(withJWT: try await h.jwt("doc"))
+            try await log.wait(for: "didFailSync")
+            try await Task.sleep(for: .milliseconds(800))
+            let names = await log.names
+            #expect(names.filter { $0 == "didBeginSync" }.count == 1, "\(names)")
+        }
+    }
+
     /// A descriptor without a JWT (after a restart) whose storage was removed: its sync
     /// fails as invalid (not `didFailAuthentication`, whose handler would fetch a JWT for
     /// nothing), and a reauthentication fails too.
