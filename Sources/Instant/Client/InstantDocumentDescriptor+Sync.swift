@@ -108,13 +108,15 @@ extension InstantDocumentDescriptor {
                 await engine.resumeListening()
                 // The layer is what a sync needs (its PDF may be gone, to be fetched again).
                 // Changes made while the JWT was awaited set no timer: this sync sends them
-                // (a stop asked for since withdraws or ends it), or they set one after it.
-                // (Recorded at any refusal: only changes still pending want the timer.)
+                // (a stop asked for since withdraws or ends it), or, when it does not, they
+                // set one now, unless a stop asked for after them withdraws it. Not whatever
+                // the outcome: a timer after a sync that sent them runs a second, empty
+                // cycle. (Recorded at any refusal: only changes still pending want it.)
                 let synced = self.isLayerStored ? await engine.syncResult(afterStops: stops) : nil
-                if (try? synced?.get()) == nil, changesMade != nil,
+                if (try? synced?.get()) == nil, let changesMade,
                     (try? self.openLayer().pendingChangeCount()) ?? 0 > 0
                 {
-                    await engine.followUpChangesMadeAwaitingJWT(changesMade, synced: false)
+                    await engine.localChangesMade(afterStops: changesMade)
                 }
             } catch {
                 await done()

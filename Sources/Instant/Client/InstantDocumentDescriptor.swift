@@ -239,21 +239,20 @@ public final class InstantDocumentDescriptor: Sendable, Hashable, CustomStringCo
         }
     }
 
-    /// Throws ``InstantError/Code/invalidDocument`` when the descriptor is invalid: its
-    /// client released or invalidated, or its storage removed.
-    func checkUsable() throws(InstantError) {
-        guard client != nil, !mutable.withLock({ $0.invalidated }) else { throw Self.invalid }
-    }
-
-    private static var invalid: InstantError {
-        InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
+    /// The descriptor's client, or ``InstantError/Code/invalidDocument`` when the
+    /// descriptor is invalid: its client released or invalidated, or its storage removed.
+    @discardableResult
+    func checkUsable() throws(InstantError) -> InstantClient {
+        guard let client, !mutable.withLock({ $0.invalidated }) else {
+            throw InstantError(.invalidDocument, "the descriptor is invalid: get a new one from the client")
+        }
+        return client
     }
 
     /// The layer's database, opened once: ``InstantError/Code/invalidDocument`` before the
     /// download, or when the layer was removed (by this process or another).
     func openLayer() throws(InstantError) -> LayerDatabase {
-        try checkUsable()
-        guard let client else { throw Self.invalid }
+        let client = try checkUsable()
         if let layer = mutable.withLock({ $0.layer }) { return layer }
         let layer: LayerDatabase
         let owner: String?

@@ -19,24 +19,13 @@ extension SyncEngine {
         }
         if awaitingAuthentication {
             // Sent by the sync a reauthentication ends with, or by a timer set then if that
-            // sync does not send them (``followUpChangesMadeAwaitingJWT(synced:)``).
+            // sync does not send them (``authenticated()`` hands this over).
             changesAwaitingJWT = max(changesAwaitingJWT ?? 0, requested)
             return
         }
         guard let descriptor, autoSync == nil, retry == nil, let delay = Self.autoSyncDelay(descriptor) else { return }
         // A timer withdrawn (syncing of local changes turned off, then on) keeps its time.
         armAutoSync(after: delay, setAt: autoSyncSetAt ?? .now)
-    }
-
-    /// After the sync a reauthentication ends with (`synced`: it succeeded): changes made
-    /// while the JWT was awaited (`changesMade`, from ``authenticated()``) found no timer
-    /// to set. That sync sent them, or they set one now (it failed, say with a stop asked
-    /// for meanwhile keeping it from being retried), unless a stop asked for after them
-    /// withdraws it. Not a timer whatever the outcome: the sync just run read every
-    /// pending change, and a timer would only run a second, empty cycle.
-    func followUpChangesMadeAwaitingJWT(_ changesMade: Int?, synced: Bool) {
-        guard let requested = changesMade, !synced else { return }
-        localChangesMade(afterStops: requested)
     }
 
     /// The descriptor's delay changed: a timer set with the old one is set again with the

@@ -138,7 +138,8 @@ actor SyncEngine {
 
     /// A new JWT was accepted: syncing may start by itself again. Returns whether it was
     /// waiting for one, and the stop request number of the latest change made meanwhile
-    /// that set no timer (nil when none did), for ``followUpChangesMadeAwaitingJWT(_:synced:)``.
+    /// that set no timer (nil when none did): the reauthentication sets that timer if its
+    /// sync does not send them (``localChangesMade(afterStops:)``).
     @discardableResult
     func authenticated() -> (waited: Bool, changesMade: Int?) {
         defer {
