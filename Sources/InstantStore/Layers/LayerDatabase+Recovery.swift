@@ -64,10 +64,8 @@ extension LayerDatabase {
                 // is damage that `integrity_check` does not see in tables that are not STRICT.
                 do {
                     // A create or update whose content is not JSON would stop every sync.
-                    for change in try Self.fetchPending(db) where change.kind != .delete {
-                        guard let content = change.content, AnnotationContent.isIntact(content) else {
-                            return ("pending change \(change.sequence): not a JSON object", removed)
-                        }
+                    if let change = try Self.fetchPending(db).first(where: { !$0.isIntact }) {
+                        return ("pending change \(change.sequence): not a JSON object", removed)
                     }
                     _ = try Self.fetchLost(db)
                 } catch let error as RowDecodingError {
@@ -138,9 +136,7 @@ extension LayerDatabase {
     /// and part of an annotation's chain would undo what the user did last, so a repair
     /// carries none of that annotation's changes: they stay in the old file it quarantines.
     static func withoutBrokenChains(_ changes: [PendingChange]) -> (kept: [PendingChange], dropped: Int) {
-        let broken = Set(
-            changes.filter { $0.kind != .delete && $0.content.map(AnnotationContent.isIntact) != true }
-                .map(\.annotationID.storedBytes))
+        let broken = Set(changes.filter { !$0.isIntact }.map(\.annotationID.storedBytes))
         guard !broken.isEmpty else { return (changes, 0) }
         let kept = changes.filter { !broken.contains($0.annotationID.storedBytes) }
         return (kept, changes.count - kept.count)

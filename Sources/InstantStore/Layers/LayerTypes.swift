@@ -40,6 +40,10 @@ public struct PendingChange: Sendable, Equatable {
     /// The server revision the change was made against (see ``LayerDatabase/pendingChanges(limit:)``);
     /// nil for a change made by a version before layer-v4, sent against the cursor.
     public var baseRevision: Int64? = nil
+
+    /// Whether the change can be sent: a deletion, or a create or update whose content is
+    /// a JSON object (a damaged one would stop every later sync of its layer).
+    var isIntact: Bool { kind == .delete || content.map(AnnotationContent.isIntact) == true }
 }
 
 /// An annotation record as the server holds it.

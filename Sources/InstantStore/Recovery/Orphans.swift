@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Synchronization
 
 /// What happened to an orphan layer file (one no catalog row claims).
 enum OrphanOutcome: Equatable {
@@ -115,8 +114,14 @@ extension InstantStore {
         let path = layout.absolute(relative)
         let copied = (FileSystem.identity(path), FileSystem.identity(path + "-wal"))
         guard let name = try layout.quarantine(relative, keepingOriginal: true) else { return .quarantined("") }
-        let copy = layout.quarantineDirectory + "/" + name
-        let unlinking = Atomic<Bool>(false)
+        // The copy goes when the original stays where it is, whole: the next sweep makes
+        // its own.
+        let dropCopy = {
+            for suffix in ["", "-wal", "-shm"] {
+                try? FileSystem.remove(self.layout.quarantineDirectory + "/" + name + suffix)
+            }
+        }
+        var unlinking = false
         let outcome: OrphanOutcome
         do {
             outcome = try catalog.write { db -> OrphanOutcome in
@@ -124,25 +129,20 @@ extension InstantStore {
                 guard (FileSystem.identity(path), FileSystem.identity(path + "-wal")) == copied else {
                     return .left("changed while it was copied to quarantine; looked at again next time")
                 }
-                // The main file last: until it goes, whatever reads the original has its WAL.
-                unlinking.store(true, ordering: .relaxed)
-                for suffix in ["-shm", "-wal", ""] { try FileSystem.remove(path + suffix) }
+                unlinking = true
+                try StoreLayout.unlinkSetAside(path)
                 return .quarantined(name)
             }
         } catch {
-            // Before any unlink the original is whole where it was: the copy goes (the next
-            // sweep makes its own). Once they began, the copy may be the only whole one.
-            if !unlinking.load(ordering: .relaxed) {
-                for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(copy + suffix) }
-            }
+            // Once the unlinks began, the copy may be the only whole one.
+            if !unlinking { dropCopy() }
             throw error
         }
-        if case .quarantined = outcome {
-            try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
-        } else {
-            // Not of a file set aside: the original stays where it is.
-            for suffix in ["", "-wal", "-shm"] { try? FileSystem.remove(copy + suffix) }
+        guard case .quarantined = outcome else {
+            dropCopy()
+            return outcome
         }
+        try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
         return outcome
     }
 

@@ -51,10 +51,16 @@ extension StoreLayout {
         try FileSystem.syncDirectory(quarantineDirectory)
         try Failpoint.check("quarantine.afterLink", path: source)
         if keepingOriginal { return (target as NSString).lastPathComponent }
-        // The main file last: until it goes, whatever reads the original still has its WAL.
-        for suffix in suffixes.reversed() { try FileSystem.remove(source + suffix) }
+        try Self.unlinkSetAside(source, suffixes: suffixes)
         try FileSystem.syncDirectory((source as NSString).deletingLastPathComponent)
         return (target as NSString).lastPathComponent
+    }
+
+    /// Unlinks the original of a file set aside in `quarantine/`: its parts named by
+    /// `suffixes` (of `""`, `-wal`, `-shm`), the main file last: until it goes, whatever
+    /// reads the original still has its WAL. The caller syncs the directory.
+    static func unlinkSetAside(_ source: String, suffixes: [String] = ["", "-wal", "-shm"]) throws(StoreError) {
+        for suffix in suffixes.reversed() { try FileSystem.remove(source + suffix) }
     }
 }
 
