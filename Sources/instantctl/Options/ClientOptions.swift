@@ -80,12 +80,11 @@ struct ClientOptions: ParsableArguments {
     /// Surrounding whitespace goes, from every source: a JWT read with `$(cat file)`, or
     /// from a secret made from a file, keeps its line break (or CR LF).
     func token() throws -> String {
+        let environment = ProcessInfo.processInfo.environment["INSTANT_JWT"].map(Self.trimmed) ?? ""
+        let (text, source): (String, String)
         if let jwt {
-            let text = jwt.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !text.isEmpty else { throw CommandError.usage("--jwt is empty") }
-            return text
-        }
-        if let jwtFile {
+            (text, source) = (Self.trimmed(jwt), "--jwt")
+        } else if let jwtFile {
             let data: Data
             if jwtFile == "-" {
                 data = FileHandle.standardInput.readDataToEndOfFile()
@@ -95,17 +94,17 @@ struct ClientOptions: ParsableArguments {
                 }
                 data = read
             }
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !text.isEmpty else { throw CommandError.usage("the JWT file \(jwtFile) is empty") }
-            return text
-        }
-        if let environment = ProcessInfo.processInfo.environment["INSTANT_JWT"]?
-            .trimmingCharacters(in: .whitespacesAndNewlines), !environment.isEmpty
-        {
+            (text, source) = (Self.trimmed(String(decoding: data, as: UTF8.self)), "the JWT file \(jwtFile)")
+        } else if !environment.isEmpty {
             return environment
+        } else {
+            throw CommandError.usage("no JWT: pass --jwt, set INSTANT_JWT, or use --jwt-file (- for standard input)")
         }
-        throw CommandError.usage("no JWT: pass --jwt, set INSTANT_JWT, or use --jwt-file (- for standard input)")
+        guard !text.isEmpty else { throw CommandError.usage("\(source) is empty") }
+        return text
     }
+
+    private static func trimmed(_ text: String) -> String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
 
     /// The server: --server, else the one tenant of the store holding `document`.
     func serverURL(store: InstantStore?, document: String) throws -> URL {
